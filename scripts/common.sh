@@ -1,0 +1,9 @@
+# Sourced by the scripts in this folder: one place for the build settings they share.
+# Everything builds in the release profile (tests, benches, the CLI), so RocksDB's C++ is
+# compiled once. The target directory lives outside the clone so that fresh clones on the same
+# machine reuse the build; set CARGO_TARGET_DIR to put it elsewhere.
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-/var/tmp/leakcheck-target}"
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(dirname "$here")"
+cd "$root"
+"$here/ensure-deps"

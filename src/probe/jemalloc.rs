@@ -1,0 +1,95 @@
+//! jemalloc's process-wide statistics.
+//!
+//! With rocksdb's `jemalloc` feature, jemalloc replaces `malloc` for the whole process, so these
+//! counters see RocksDB's C++ heap as well as Rust's. Stats are cached by jemalloc until the epoch
+//! advances; every read here advances it first.
+
+use std::ffi::CStr;
+use std::ptr;
+
+
+use serde::{Deserialize, Serialize};
+use tikv_jemalloc_ctl::{epoch, stats};
+
+use super::ProbeError;
+
+/// `arena.<MALLCTL_ARENAS_ALL>.purge`: 4096 is jemalloc.h's `MALLCTL_ARENAS_ALL`, the pseudo-index
+/// that addresses every arena at once.
+const PURGE_ALL_ARENAS: &CStr = c"arena.4096.purge";
+
+/// jemalloc's process-wide counters, in bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct JemallocStats {
+    /// Bytes allocated by the application (`stats.allocated`): the leak signal.
+    pub allocated_bytes: u64,
+    /// Bytes in active pages (`stats.active`), a multiple of the page size.
+    pub active_bytes: u64,
+    /// Bytes in physically resident data pages (`stats.resident`).
+    pub resident_bytes: u64,
+    /// Bytes in active extents mapped by the allocator (`stats.mapped`).
+    pub mapped_bytes: u64,
+    /// Bytes retained by the allocator: virtual memory kept for reuse, not returned to the OS
+    /// (`stats.retained`).
+    pub retained_bytes: u64,
+    /// Bytes of allocator metadata (`stats.metadata`).
+    pub metadata_bytes: u64,
+    /// Whether every arena was purged and this thread's cache flushed before reading.
+    pub purged: bool,
+}
+
+/// Reads jemalloc's counters after advancing the epoch. With `purge`, first flushes the calling
+/// thread's cache and purges all arenas, so that samples taken at different times are comparable
+/// (freed memory sitting in caches or dirty pages no longer depends on timing).
+pub fn read(purge: bool) -> Result<JemallocStats, ProbeError> {
+    if purge {
+        purge_all()?;
+    }
+    epoch::advance().map_err(|e| ProbeError::jemalloc("epoch", e))?;
+    let read = |name: &'static str, r: tikv_jemalloc_ctl::Result<usize>| {
+        r.map(|v| v as u64).map_err(|e| ProbeError::jemalloc(name, e))
+    };
+    Ok(JemallocStats {
+        allocated_bytes: read("stats.allocated", stats::allocated::read())?,
+        active_bytes: read("stats.active", stats::active::read())?,
+        resident_bytes: read("stats.resident", stats::resident::read())?,
+        mapped_bytes: read("stats.mapped", stats::mapped::read())?,
+        retained_bytes: read("stats.retained", stats::retained::read())?,
+        metadata_bytes: read("stats.metadata", stats::metadata::read())?,
+        purged: purge,
+    })
+}
+
+/// Reads only `stats.allocated` (after advancing the epoch): the cheapest trend signal.
+pub fn allocated_bytes() -> Result<u64, ProbeError> {
+    epoch::advance().map_err(|e| ProbeError::jemalloc("epoch", e))?;
+    stats::allocated::read()
+        .map(|v| v as u64)
+        .map_err(|e| ProbeError::jemalloc("stats.allocated", e))
+}
+
+/// Flushes the calling thread's cache, then purges the dirty and muzzy pages of every arena.
+pub fn purge_all() -> Result<(), ProbeError> {
+    // `thread.tcache.flush` fails with EFAULT when the thread cache is disabled; that is not an
+    // error for our purpose (there is nothing to flush).
+    match void_ctl(c"thread.tcache.flush") {
+        Ok(()) | Err(libc::EFAULT) => {}
+        Err(code) => return Err(ProbeError::Mallctl { name: "thread.tcache.flush", code }),
+    }
+    void_ctl(PURGE_ALL_ARENAS).map_err(|code| ProbeError::Mallctl { name: "arena.<all>.purge", code })
+}
+
+/// Calls a mallctl that neither reads nor writes a value. jemalloc rejects such calls (EPERM) when
+/// any pointer is non-null, which rules out `tikv_jemalloc_ctl::raw::write(name, ())`.
+fn void_ctl(name: &CStr) -> Result<(), i32> {
+    // SAFETY: `name` is nul-terminated; every in/out pointer is null with zero length, which is
+    // exactly the calling convention of jemalloc's void commands.
+    let code = unsafe {
+        tikv_jemalloc_sys::mallctl(name.as_ptr(), ptr::null_mut(), ptr::null_mut(), ptr::null_mut(), 0)
+    };
+    if code == 0 {
+        Ok(())
+    } else {
+        Err(code)
+    }
+}

@@ -1,0 +1,193 @@
+//! The process's OS resources, read from `/proc/self` (Linux).
+
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::ProbeError;
+
+/// OS resources of this process. A field that could not be read is `None`, never a made-up zero.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct ProcessStats {
+    /// Resident set size (`VmRSS` in `/proc/self/status`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rss_bytes: Option<u64>,
+    /// Threads of this process (`Threads` in `/proc/self/status`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub threads: Option<u64>,
+    /// Open file descriptors, not counting the one used to list them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub open_fds: Option<u64>,
+    /// Open file descriptors whose target lies under the watched directory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub open_fds_under_dir: Option<u64>,
+    /// Memory mappings (lines of `/proc/self/maps`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub maps: Option<u64>,
+    /// Memory mappings of files under the watched directory (deleted files included).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub maps_under_dir: Option<u64>,
+}
+
+/// Reads every field it can. `dir`, when given, is the directory whose files are counted
+/// separately (a store's data directory); it should be canonical (see [`canonical_dir`]).
+pub fn read(dir: Option<&Path>) -> ProcessStats {
+    let (rss_bytes, threads) = match status() {
+        Ok(s) => s,
+        Err(_) => (None, None),
+    };
+    let (open_fds, open_fds_under_dir) = match fds(dir) {
+        Ok((all, under)) => (Some(all), under),
+        Err(_) => (None, None),
+    };
+    let (maps, maps_under_dir) = match maps(dir) {
+        Ok((all, under)) => (Some(all), under),
+        Err(_) => (None, None),
+    };
+    ProcessStats { rss_bytes, threads, open_fds, open_fds_under_dir, maps, maps_under_dir }
+}
+
+/// Resolves `dir` the way the kernel reports paths in `/proc/self/fd` and `/proc/self/maps`
+/// (absolute, symlinks resolved), so that prefix matching works.
+pub fn canonical_dir(dir: &Path) -> Result<PathBuf, ProbeError> {
+    fs::canonicalize(dir).map_err(|source| ProbeError::Dir { path: dir.to_path_buf(), source })
+}
+
+fn proc_err(path: &str) -> impl FnOnce(io::Error) -> ProbeError + '_ {
+    move |source| ProbeError::Proc { path: PathBuf::from(path), source }
+}
+
+/// `(VmRSS in bytes, Threads)` from `/proc/self/status`.
+fn status() -> Result<(Option<u64>, Option<u64>), ProbeError> {
+    let text = fs::read_to_string("/proc/self/status").map_err(proc_err("/proc/self/status"))?;
+    Ok(parse_status(&text))
+}
+
+pub(crate) fn parse_status(text: &str) -> (Option<u64>, Option<u64>) {
+    let mut rss = None;
+    let mut threads = None;
+    for line in text.lines() {
+        if let Some(rest) = line.strip_prefix("VmRSS:") {
+            // "VmRSS:\t   12345 kB"
+            let mut parts = rest.split_whitespace();
+            let value = parts.next().and_then(|v| v.parse::<u64>().ok());
+            rss = match (value, parts.next()) {
+                (Some(v), Some("kB")) => Some(v * 1024),
+                _ => None,
+            };
+        } else if let Some(rest) = line.strip_prefix("Threads:") {
+            threads = rest.trim().parse().ok();
+        }
+    }
+    (rss, threads)
+}
+
+/// `(all open fds, fds under dir)`. The directory handle used for listing is not counted.
+fn fds(dir: Option<&Path>) -> Result<(u64, Option<u64>), ProbeError> {
+    let entries = fs::read_dir("/proc/self/fd").map_err(proc_err("/proc/self/fd"))?;
+    let mut all = 0u64;
+    let mut under = 0u64;
+    for entry in entries {
+        let entry = entry.map_err(proc_err("/proc/self/fd"))?;
+        all += 1;
+        if let Some(dir) = dir {
+            // An fd closed between listing and readlink is simply gone: not counted under dir.
+            if let Ok(target) = fs::read_link(entry.path()) {
+                if target.starts_with(dir) {
+                    under += 1;
+                }
+            }
+        }
+    }
+    // The listing itself holds one descriptor open on /proc/self/fd.
+    Ok((all.saturating_sub(1), dir.map(|_| under)))
+}
+
+/// `(all mappings, mappings of files under dir)`.
+fn maps(dir: Option<&Path>) -> Result<(u64, Option<u64>), ProbeError> {
+    let text = fs::read_to_string("/proc/self/maps").map_err(proc_err("/proc/self/maps"))?;
+    Ok(count_maps(&text, dir))
+}
+
+pub(crate) fn count_maps(text: &str, dir: Option<&Path>) -> (u64, Option<u64>) {
+    let mut all = 0u64;
+    let mut under = 0u64;
+    for line in text.lines() {
+        all += 1;
+        if let (Some(dir), Some(path)) = (dir, map_path(line)) {
+            let path = path.strip_suffix(" (deleted)").unwrap_or(path);
+            if Path::new(path).starts_with(dir) {
+                under += 1;
+            }
+        }
+    }
+    (all, dir.map(|_| under))
+}
+
+/// The pathname column of a `/proc/self/maps` line: everything after the five fixed fields
+/// (address, perms, offset, dev, inode). Pathnames may contain spaces.
+pub(crate) fn map_path(line: &str) -> Option<&str> {
+    let mut rest = line;
+    for _ in 0..5 {
+        rest = rest.trim_start();
+        let end = rest.find(char::is_whitespace)?;
+        rest = &rest[end..];
+    }
+    let path = rest.trim_start();
+    (!path.is_empty()).then_some(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn status_fields_parse() {
+        let text = "Name:\tx\nVmRSS:\t   2048 kB\nThreads:\t7\n";
+        assert_eq!(parse_status(text), (Some(2048 * 1024), Some(7)));
+    }
+
+    #[test]
+    fn status_missing_or_odd_fields_are_absent_not_zero() {
+        assert_eq!(parse_status("Name:\tx\n"), (None, None));
+        assert_eq!(parse_status("VmRSS:\t12 MB\nThreads:\tmany\n"), (None, None));
+    }
+
+    #[test]
+    fn map_paths_with_spaces_and_anonymous_maps() {
+        let anon = "7f0000000000-7f0000001000 rw-p 00000000 00:00 0 ";
+        assert_eq!(map_path(anon), None);
+        let file = "7f0000000000-7f0000001000 r--s 00000000 fd:01 1234     /tmp/a b/000012.sst";
+        assert_eq!(map_path(file), Some("/tmp/a b/000012.sst"));
+        let heap = "55d0c0000000-55d0c0021000 rw-p 00000000 00:00 0          [heap]";
+        assert_eq!(map_path(heap), Some("[heap]"));
+    }
+
+    #[test]
+    fn maps_under_dir_count_deleted_files_and_respect_component_boundaries() {
+        let text = "\
+7f0000000000-7f0000001000 r--s 00000000 fd:01 1 /data/store/000012.sst
+7f0000001000-7f0000002000 r--s 00000000 fd:01 2 /data/store/000013.sst (deleted)
+7f0000002000-7f0000003000 r--s 00000000 fd:01 3 /data/store2/000014.sst
+7f0000003000-7f0000004000 rw-p 00000000 00:00 0
+";
+        assert_eq!(count_maps(text, Some(Path::new("/data/store"))), (4, Some(2)));
+        assert_eq!(count_maps(text, None), (4, None));
+    }
+
+    #[test]
+    fn reading_this_process_fills_every_field_on_linux() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let dir = canonical_dir(dir.path()).expect("canonical");
+        let stats = read(Some(&dir));
+        assert!(stats.rss_bytes.is_some_and(|v| v > 0), "{stats:?}");
+        assert!(stats.threads.is_some_and(|v| v >= 1), "{stats:?}");
+        assert!(stats.open_fds.is_some_and(|v| v >= 3), "{stats:?}");
+        assert_eq!(stats.open_fds_under_dir, Some(0));
+        assert!(stats.maps.is_some_and(|v| v > 0), "{stats:?}");
+        assert_eq!(stats.maps_under_dir, Some(0));
+    }
+}
