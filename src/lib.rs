@@ -8,6 +8,11 @@
 
 #![warn(missing_docs)]
 
+pub mod ledger;
 pub mod probe;
 
+pub use ledger::{
+    current_owner, owner_scope, CloseResult, Depth, HandleKind, Hold, LeakError, LeakGuard, LeakReport,
+    Ledger, Settle, Token,
+};
 pub use probe::{Probe, Sample};

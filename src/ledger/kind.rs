@@ -1,0 +1,145 @@
+//! The kinds of native handle the ledger counts.
+
+use std::fmt;
+
+use serde::{Serialize, Serializer};
+
+/// A kind of native handle. The built-in kinds cover every RocksDB handle the tracked wrappers
+/// make; [`HandleKind::Other`] serves users who track another library's (or another binding's)
+/// handles with the core alone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[non_exhaustive]
+pub enum HandleKind {
+    /// An open database (`rocksdb_t`).
+    Db,
+    /// A column family handle owned by a DB (`rocksdb_column_family_handle_t`).
+    ColumnFamily,
+    /// A user-held reference to a column family of a multi-threaded DB (`Arc<BoundColumnFamily>`).
+    BoundColumnFamily,
+    /// A column family descriptor (a name and the options it owns).
+    ColumnFamilyDescriptor,
+    /// `Options` (`rocksdb_options_t`).
+    Options,
+    /// `BlockBasedOptions` (`rocksdb_block_based_table_options_t`).
+    BlockBasedOptions,
+    /// A block or row cache (`rocksdb_cache_t`).
+    Cache,
+    /// A write buffer manager (`rocksdb_write_buffer_manager_t`).
+    WriteBufferManager,
+    /// An environment (`rocksdb_env_t`).
+    Env,
+    /// `ReadOptions`.
+    ReadOptions,
+    /// `WriteOptions`.
+    WriteOptions,
+    /// A write batch.
+    WriteBatch,
+    /// A `DBIterator`.
+    Iterator,
+    /// A `DBRawIterator`.
+    RawIterator,
+    /// A snapshot.
+    Snapshot,
+    /// A checkpoint object.
+    Checkpoint,
+    /// An SST file writer.
+    SstFileWriter,
+    /// A handle of a kind the built-ins do not cover, named by the user.
+    Other(&'static str),
+}
+
+impl HandleKind {
+    /// Every built-in kind, in a stable order.
+    pub const BUILTIN: [HandleKind; 17] = [
+        HandleKind::Db,
+        HandleKind::ColumnFamily,
+        HandleKind::BoundColumnFamily,
+        HandleKind::ColumnFamilyDescriptor,
+        HandleKind::Options,
+        HandleKind::BlockBasedOptions,
+        HandleKind::Cache,
+        HandleKind::WriteBufferManager,
+        HandleKind::Env,
+        HandleKind::ReadOptions,
+        HandleKind::WriteOptions,
+        HandleKind::WriteBatch,
+        HandleKind::Iterator,
+        HandleKind::RawIterator,
+        HandleKind::Snapshot,
+        HandleKind::Checkpoint,
+        HandleKind::SstFileWriter,
+    ];
+
+    /// The kind's name as reports print it.
+    pub fn name(self) -> &'static str {
+        match self {
+            HandleKind::Db => "DB",
+            HandleKind::ColumnFamily => "ColumnFamily",
+            HandleKind::BoundColumnFamily => "BoundColumnFamily",
+            HandleKind::ColumnFamilyDescriptor => "ColumnFamilyDescriptor",
+            HandleKind::Options => "Options",
+            HandleKind::BlockBasedOptions => "BlockBasedOptions",
+            HandleKind::Cache => "Cache",
+            HandleKind::WriteBufferManager => "WriteBufferManager",
+            HandleKind::Env => "Env",
+            HandleKind::ReadOptions => "ReadOptions",
+            HandleKind::WriteOptions => "WriteOptions",
+            HandleKind::WriteBatch => "WriteBatch",
+            HandleKind::Iterator => "Iterator",
+            HandleKind::RawIterator => "RawIterator",
+            HandleKind::Snapshot => "Snapshot",
+            HandleKind::Checkpoint => "Checkpoint",
+            HandleKind::SstFileWriter => "SstFileWriter",
+            HandleKind::Other(name) => name,
+        }
+    }
+
+    /// Index into the ledger's fixed counter table, for built-in kinds.
+    pub(crate) fn builtin_index(self) -> Option<usize> {
+        Some(match self {
+            HandleKind::Db => 0,
+            HandleKind::ColumnFamily => 1,
+            HandleKind::BoundColumnFamily => 2,
+            HandleKind::ColumnFamilyDescriptor => 3,
+            HandleKind::Options => 4,
+            HandleKind::BlockBasedOptions => 5,
+            HandleKind::Cache => 6,
+            HandleKind::WriteBufferManager => 7,
+            HandleKind::Env => 8,
+            HandleKind::ReadOptions => 9,
+            HandleKind::WriteOptions => 10,
+            HandleKind::WriteBatch => 11,
+            HandleKind::Iterator => 12,
+            HandleKind::RawIterator => 13,
+            HandleKind::Snapshot => 14,
+            HandleKind::Checkpoint => 15,
+            HandleKind::SstFileWriter => 16,
+            HandleKind::Other(_) => return None,
+        })
+    }
+}
+
+impl fmt::Display for HandleKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl Serialize for HandleKind {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builtin_indices_match_the_table_order() {
+        for (i, kind) in HandleKind::BUILTIN.iter().enumerate() {
+            assert_eq!(kind.builtin_index(), Some(i), "{kind}");
+        }
+        assert_eq!(HandleKind::Other("x").builtin_index(), None);
+    }
+}

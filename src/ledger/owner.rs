@@ -1,0 +1,91 @@
+//! Owner paths: which task, segment and column family a handle belongs to.
+//!
+//! The path is a per-thread stack of scopes. A handle registered while scopes are open records the
+//! joined path (`task 0_1 / segment 1717 / offsets`), so a report can say whose handle leaked.
+
+use std::cell::RefCell;
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+thread_local! {
+    /// Each element is the full path up to and including that scope.
+    static OWNER: RefCell<Vec<Arc<str>>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Opens an owner scope on this thread until the returned guard drops. Scopes nest:
+///
+/// ```
+/// let _task = leakcheck::owner_scope("task 0_1");
+/// let _segment = leakcheck::owner_scope("segment 1717");
+/// assert_eq!(leakcheck::current_owner().as_deref(), Some("task 0_1 / segment 1717"));
+/// ```
+pub fn owner_scope(name: impl AsRef<str>) -> OwnerScope {
+    OWNER.with(|stack| {
+        let mut stack = stack.borrow_mut();
+        let path: Arc<str> = match stack.last() {
+            Some(parent) => format!("{parent} / {}", name.as_ref()).into(),
+            None => name.as_ref().into(),
+        };
+        stack.push(path);
+        OwnerScope { depth: stack.len(), _not_send: PhantomData }
+    })
+}
+
+/// The owner path of this thread's innermost open scope.
+pub fn current_owner() -> Option<Arc<str>> {
+    OWNER.with(|stack| stack.borrow().last().cloned())
+}
+
+/// Closes its owner scope when dropped. Not `Send`: a scope belongs to the thread that opened it.
+#[must_use = "the scope closes as soon as this guard is dropped"]
+#[derive(Debug)]
+pub struct OwnerScope {
+    depth: usize,
+    _not_send: PhantomData<*const ()>,
+}
+
+impl Drop for OwnerScope {
+    fn drop(&mut self) {
+        // Truncating (rather than popping) keeps the stack right even when guards drop out of
+        // order: closing an outer scope closes the ones inside it.
+        let _ = OWNER.try_with(|stack| stack.borrow_mut().truncate(self.depth - 1));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scopes_nest_and_close() {
+        assert_eq!(current_owner(), None);
+        {
+            let _a = owner_scope("task 0_1");
+            {
+                let _b = owner_scope("segment 3");
+                assert_eq!(current_owner().as_deref(), Some("task 0_1 / segment 3"));
+            }
+            assert_eq!(current_owner().as_deref(), Some("task 0_1"));
+        }
+        assert_eq!(current_owner(), None);
+    }
+
+    #[test]
+    fn out_of_order_drop_closes_inner_scopes() {
+        let a = owner_scope("a");
+        let b = owner_scope("b");
+        drop(a);
+        assert_eq!(current_owner(), None);
+        drop(b);
+        assert_eq!(current_owner(), None);
+        let _c = owner_scope("c");
+        assert_eq!(current_owner().as_deref(), Some("c"));
+    }
+
+    #[test]
+    fn scopes_are_per_thread() {
+        let _a = owner_scope("main thread");
+        let seen = std::thread::spawn(current_owner).join().expect("thread");
+        assert_eq!(seen, None);
+    }
+}
