@@ -10,6 +10,8 @@
 
 pub mod ledger;
 pub mod probe;
+#[cfg(feature = "rocksdb")]
+pub mod tracked;
 
 pub use ledger::{
     current_owner, owner_scope, CloseResult, Depth, HandleKind, Hold, LeakError, LeakGuard, LeakReport,

@@ -1,0 +1,122 @@
+//! Tracked iterators and snapshots: handles that borrow a DB and pin its files while they live.
+
+use std::ops::{Deref, DerefMut};
+use std::panic::Location;
+
+use rocksdb::{
+    AsColumnFamilyRef, DBAccess, DBIteratorWithThreadMode, DBRawIteratorWithThreadMode, IteratorMode,
+    SnapshotWithThreadMode,
+};
+
+use crate::{HandleKind, Token};
+
+/// A tracked `DBIterator`. An iterator that is never dropped keeps its SST files pinned: the
+/// range-scan leak class (KAFKA-19748).
+pub struct TrackedIterator<'a, D: DBAccess> {
+    inner: DBIteratorWithThreadMode<'a, D>,
+    _readopts: Option<Token>,
+    token: Token,
+}
+
+impl<'a, D: DBAccess> TrackedIterator<'a, D> {
+    pub(crate) fn new(inner: DBIteratorWithThreadMode<'a, D>, readopts: Option<Token>, token: Token) -> Self {
+        TrackedIterator { inner, _readopts: readopts, token }
+    }
+
+    /// This iterator's token.
+    pub fn token(&self) -> &Token {
+        &self.token
+    }
+}
+
+impl<'a, D: DBAccess> Deref for TrackedIterator<'a, D> {
+    type Target = DBIteratorWithThreadMode<'a, D>;
+    fn deref(&self) -> &Self::Target {
+        &self.inner
+    }
+}
+
+impl<D: DBAccess> DerefMut for TrackedIterator<'_, D> {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.inner
+    }
+}
+
+impl<D: DBAccess> Iterator for TrackedIterator<'_, D> {
+    type Item = Result<(Box<[u8]>, Box<[u8]>), rocksdb::Error>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.inner.next()
+    }
+}
+
+impl<D: DBAccess> std::iter::FusedIterator for TrackedIterator<'_, D> {}
+
+/// A tracked `DBRawIterator`.
+pub struct TrackedRawIterator<'a, D: DBAccess> {
+    inner: DBRawIteratorWithThreadMode<'a, D>,
+    _readopts: Option<Token>,
+    token: Token,
+}
+
+impl<'a, D: DBAccess> TrackedRawIterator<'a, D> {
+    pub(crate) fn new(inner: DBRawIteratorWithThreadMode<'a, D>, readopts: Option<Token>, token: Token) -> Self {
+        TrackedRawIterator { inner, _readopts: readopts, token }
+    }
+
+    /// This iterator's token.
+    pub fn token(&self) -> &Token {
+        &self.token
+    }
+}
+
+impl<'a, D: DBAccess> Deref for TrackedRawIterator<'a, D> {
+    type Target = DBRawIteratorWithThreadMode<'a, D>;
+    fn deref(&self) -> &Self::Target {
+        &self.inner
+    }
+}
+
+impl<D: DBAccess> DerefMut for TrackedRawIterator<'_, D> {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.inner
+    }
+}
+
+/// A tracked snapshot. Its `iterator` and `iterator_cf` return tracked iterators.
+pub struct TrackedSnapshot<'a, D: DBAccess> {
+    inner: SnapshotWithThreadMode<'a, D>,
+    token: Token,
+}
+
+impl<'a, D: DBAccess> TrackedSnapshot<'a, D> {
+    pub(crate) fn new(inner: SnapshotWithThreadMode<'a, D>, token: Token) -> Self {
+        TrackedSnapshot { inner, token }
+    }
+
+    /// This snapshot's token.
+    pub fn token(&self) -> &Token {
+        &self.token
+    }
+
+    /// A tracked iterator reading at this snapshot.
+    #[track_caller]
+    pub fn iterator(&self, mode: IteratorMode) -> TrackedIterator<'a, D> {
+        let token = self.token.ledger().register_at(HandleKind::Iterator, Location::caller());
+        TrackedIterator::new(self.inner.iterator(mode), None, token)
+    }
+
+    /// A tracked iterator over a column family, reading at this snapshot.
+    #[track_caller]
+    pub fn iterator_cf(&self, cf: &impl AsColumnFamilyRef, mode: IteratorMode) -> TrackedIterator<'_, D> {
+        let token = self.token.ledger().register_at(HandleKind::Iterator, Location::caller());
+        TrackedIterator::new(self.inner.iterator_cf(cf, mode), None, token)
+    }
+}
+
+impl<'a, D: DBAccess> Deref for TrackedSnapshot<'a, D> {
+    type Target = SnapshotWithThreadMode<'a, D>;
+    fn deref(&self) -> &Self::Target {
+        &self.inner
+    }
+}

@@ -1,0 +1,242 @@
+//! Options-like handles: Options, BlockBasedOptions, Cache, WriteBufferManager, Env,
+//! ReadOptions, WriteOptions.
+
+use std::panic::Location;
+
+use rocksdb::{BlockBasedOptions, Cache, Env, Options, ReadOptions, WriteBufferManager, WriteOptions};
+
+use super::deref_and_token;
+use crate::{HandleKind, Hold, Ledger, Token};
+
+/// A tracked block or row cache (LRU or HyperClock).
+pub struct TrackedCache {
+    inner: Cache,
+    token: Token,
+}
+deref_and_token!(TrackedCache, Cache);
+
+impl TrackedCache {
+    /// `Cache::new_lru_cache`, registered in `ledger`.
+    #[track_caller]
+    pub fn new_lru(ledger: &Ledger, capacity_bytes: usize) -> Self {
+        let inner = Cache::new_lru_cache(capacity_bytes);
+        TrackedCache { inner, token: ledger.register_at(HandleKind::Cache, Location::caller()) }
+    }
+
+    /// `Cache::new_hyper_clock_cache`, registered in `ledger`.
+    #[track_caller]
+    pub fn new_hyper_clock(ledger: &Ledger, capacity_bytes: usize, estimated_entry_charge: usize) -> Self {
+        let inner = Cache::new_hyper_clock_cache(capacity_bytes, estimated_entry_charge);
+        TrackedCache { inner, token: ledger.register_at(HandleKind::Cache, Location::caller()) }
+    }
+}
+
+/// A tracked write buffer manager.
+pub struct TrackedWriteBufferManager {
+    inner: WriteBufferManager,
+    _cache: Option<Hold>,
+    token: Token,
+}
+deref_and_token!(TrackedWriteBufferManager, WriteBufferManager);
+
+impl TrackedWriteBufferManager {
+    /// `WriteBufferManager::new_write_buffer_manager`, registered in `ledger`.
+    #[track_caller]
+    pub fn new(ledger: &Ledger, buffer_size: usize, allow_stall: bool) -> Self {
+        let inner = WriteBufferManager::new_write_buffer_manager(buffer_size, allow_stall);
+        let token = ledger.register_at(HandleKind::WriteBufferManager, Location::caller());
+        TrackedWriteBufferManager { inner, _cache: None, token }
+    }
+
+    /// `WriteBufferManager::new_write_buffer_manager_with_cache`: memtable memory is charged to
+    /// `cache`, which the manager keeps alive.
+    #[track_caller]
+    pub fn new_with_cache(ledger: &Ledger, buffer_size: usize, allow_stall: bool, cache: &TrackedCache) -> Self {
+        let inner = WriteBufferManager::new_write_buffer_manager_with_cache(
+            buffer_size,
+            allow_stall,
+            cache.inner.clone(),
+        );
+        let token = ledger.register_at(HandleKind::WriteBufferManager, Location::caller());
+        let cache = Some(cache.token.held_by(&token));
+        TrackedWriteBufferManager { inner, _cache: cache, token }
+    }
+}
+
+/// A tracked environment.
+pub struct TrackedEnv {
+    inner: Env,
+    token: Token,
+}
+deref_and_token!(TrackedEnv, Env);
+
+impl TrackedEnv {
+    /// `Env::new` (the default environment), registered in `ledger`.
+    ///
+    /// # Errors
+    /// RocksDB's error when the environment cannot be created.
+    #[track_caller]
+    pub fn new(ledger: &Ledger) -> Result<Self, rocksdb::Error> {
+        let site = Location::caller();
+        let inner = Env::new()?;
+        Ok(TrackedEnv { inner, token: ledger.register_at(HandleKind::Env, site) })
+    }
+
+    /// `Env::mem_env` (an in-memory environment), registered in `ledger`.
+    ///
+    /// # Errors
+    /// RocksDB's error when the environment cannot be created.
+    #[track_caller]
+    pub fn mem_env(ledger: &Ledger) -> Result<Self, rocksdb::Error> {
+        let site = Location::caller();
+        let inner = Env::mem_env()?;
+        Ok(TrackedEnv { inner, token: ledger.register_at(HandleKind::Env, site) })
+    }
+}
+
+/// Tracked `BlockBasedOptions`. Keeps its block cache alive, as rust-rocksdb's does.
+pub struct TrackedBlockBasedOptions {
+    inner: BlockBasedOptions,
+    block_cache: Option<Hold>,
+    token: Token,
+}
+deref_and_token!(TrackedBlockBasedOptions, BlockBasedOptions);
+
+impl TrackedBlockBasedOptions {
+    /// `BlockBasedOptions::default()`, registered in `ledger`.
+    #[track_caller]
+    pub fn new(ledger: &Ledger) -> Self {
+        TrackedBlockBasedOptions {
+            inner: BlockBasedOptions::default(),
+            block_cache: None,
+            token: ledger.register_at(HandleKind::BlockBasedOptions, Location::caller()),
+        }
+    }
+
+    /// `set_block_cache`, recording that these options keep `cache` alive.
+    pub fn set_block_cache(&mut self, cache: &TrackedCache) {
+        self.inner.set_block_cache(&cache.inner);
+        self.block_cache = Some(cache.token.held_by(&self.token));
+    }
+}
+
+/// What an `Options` keeps alive, slot by slot as rust-rocksdb's `outlive` bundle: setting a slot
+/// again replaces the previous hold.
+#[derive(Default)]
+pub(crate) struct OptionHolds {
+    env: Option<Hold>,
+    row_cache: Option<Hold>,
+    blob_cache: Option<Hold>,
+    block_cache: Option<Hold>,
+    write_buffer_manager: Option<Hold>,
+}
+
+impl OptionHolds {
+    /// The same holds, taken again on behalf of `holder`.
+    pub(crate) fn rehold(&self, holder: &Token) -> OptionHolds {
+        let re = |h: &Option<Hold>| h.as_ref().map(|h| h.rehold(holder));
+        OptionHolds {
+            env: re(&self.env),
+            row_cache: re(&self.row_cache),
+            blob_cache: re(&self.blob_cache),
+            block_cache: re(&self.block_cache),
+            write_buffer_manager: re(&self.write_buffer_manager),
+        }
+    }
+}
+
+/// Tracked `Options`. Keeps its env, caches and write buffer manager alive, as rust-rocksdb's do;
+/// a DB opened with them takes its own holds on the same objects.
+pub struct TrackedOptions {
+    pub(crate) inner: Options,
+    pub(crate) holds: OptionHolds,
+    pub(crate) token: Token,
+}
+deref_and_token!(TrackedOptions, Options);
+
+impl TrackedOptions {
+    /// `Options::default()`, registered in `ledger`.
+    #[track_caller]
+    pub fn new(ledger: &Ledger) -> Self {
+        TrackedOptions {
+            inner: Options::default(),
+            holds: OptionHolds::default(),
+            token: ledger.register_at(HandleKind::Options, Location::caller()),
+        }
+    }
+
+    /// A copy (`Options::clone`, a new native object) registered at the caller's line, keeping
+    /// the same objects alive.
+    #[track_caller]
+    pub fn duplicate(&self) -> Self {
+        let token = self.token.ledger().register_at(HandleKind::Options, Location::caller());
+        TrackedOptions { inner: self.inner.clone(), holds: self.holds.rehold(&token), token }
+    }
+
+    /// `set_block_based_table_factory`: the table options are copied; their block cache is kept
+    /// alive by these options from now on.
+    pub fn set_block_based_table_factory(&mut self, factory: &TrackedBlockBasedOptions) {
+        self.inner.set_block_based_table_factory(&factory.inner);
+        self.holds.block_cache = factory.block_cache.as_ref().map(|h| h.rehold(&self.token));
+    }
+
+    /// `set_row_cache`, keeping `cache` alive.
+    pub fn set_row_cache(&mut self, cache: &TrackedCache) {
+        self.inner.set_row_cache(&cache.inner);
+        self.holds.row_cache = Some(cache.token.held_by(&self.token));
+    }
+
+    /// `set_blob_cache`, keeping `cache` alive.
+    pub fn set_blob_cache(&mut self, cache: &TrackedCache) {
+        self.inner.set_blob_cache(&cache.inner);
+        self.holds.blob_cache = Some(cache.token.held_by(&self.token));
+    }
+
+    /// `set_write_buffer_manager`, keeping `manager` alive.
+    pub fn set_write_buffer_manager(&mut self, manager: &TrackedWriteBufferManager) {
+        self.inner.set_write_buffer_manager(&manager.inner);
+        self.holds.write_buffer_manager = Some(manager.token.held_by(&self.token));
+    }
+
+    /// `set_env`, keeping `env` alive.
+    pub fn set_env(&mut self, env: &TrackedEnv) {
+        self.inner.set_env(&env.inner);
+        self.holds.env = Some(env.token.held_by(&self.token));
+    }
+}
+
+/// Tracked `ReadOptions`. An iterator made with them owns them (their token moves into it).
+pub struct TrackedReadOptions {
+    pub(crate) inner: ReadOptions,
+    pub(crate) token: Token,
+}
+deref_and_token!(TrackedReadOptions, ReadOptions);
+
+impl TrackedReadOptions {
+    /// `ReadOptions::default()`, registered in `ledger`.
+    #[track_caller]
+    pub fn new(ledger: &Ledger) -> Self {
+        TrackedReadOptions {
+            inner: ReadOptions::default(),
+            token: ledger.register_at(HandleKind::ReadOptions, Location::caller()),
+        }
+    }
+}
+
+/// Tracked `WriteOptions`. Pass `&tracked` wherever rust-rocksdb wants `&WriteOptions`.
+pub struct TrackedWriteOptions {
+    inner: WriteOptions,
+    token: Token,
+}
+deref_and_token!(TrackedWriteOptions, WriteOptions);
+
+impl TrackedWriteOptions {
+    /// `WriteOptions::default()`, registered in `ledger`.
+    #[track_caller]
+    pub fn new(ledger: &Ledger) -> Self {
+        TrackedWriteOptions {
+            inner: WriteOptions::default(),
+            token: ledger.register_at(HandleKind::WriteOptions, Location::caller()),
+        }
+    }
+}

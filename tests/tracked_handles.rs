@@ -1,0 +1,230 @@
+//! Every tracked RocksDB handle kind: created, live 1; dropped, live 0; forgotten, reported with
+//! this file's line and the owner path. Also: deferred release of a cache held by a DB, declared
+//! shared handles, swallowed close errors, column families in both thread modes. Each test has its
+//! own ledger, so they run in parallel without seeing each other's handles.
+#![cfg(feature = "rocksdb")]
+
+use leakcheck::tracked::*;
+use leakcheck::{assert_no_leaks, owner_scope, HandleKind, Ledger, Settle};
+use rocksdb::{IteratorMode, MultiThreaded, SingleThreaded};
+
+fn opts(ledger: &Ledger) -> TrackedOptions {
+    let mut o = TrackedOptions::new(ledger);
+    o.create_if_missing(true);
+    o.create_missing_column_families(true);
+    o
+}
+
+/// Asserts that `make` registers exactly one handle of `kind` that is released when it drops,
+/// and that a forgotten one is reported at the line that made it, with the owner path.
+fn check_kind<T>(ledger: &Ledger, kind: HandleKind, make: impl Fn() -> (T, u32)) {
+    let before = ledger.live(kind);
+    let (handle, _) = make();
+    assert_eq!(ledger.live(kind), before + 1, "{kind} after create");
+    drop(handle);
+    assert_eq!(ledger.live(kind), before, "{kind} after drop");
+
+    let (handle, line) = {
+        let _scope = owner_scope("task 0_1");
+        let _seg = owner_scope("segment 7");
+        make()
+    };
+    std::mem::forget(handle);
+    let report = ledger.report();
+    let site = format!("tests/tracked_handles.rs:{line}:");
+    let group = report
+        .retained
+        .iter()
+        .find(|g| g.kind == kind.name() && g.site.as_deref().is_some_and(|s| s.starts_with(&site)))
+        .unwrap_or_else(|| panic!("forgotten {kind} not reported at {site}:\n{report}"));
+    assert_eq!(group.count, 1, "{kind}\n{report}");
+    assert_eq!(group.owner.as_deref(), Some("task 0_1 / segment 7"), "{kind}");
+}
+
+#[test]
+fn options_like_kinds() {
+    let ledger = Ledger::new();
+    check_kind(&ledger, HandleKind::Options, || (TrackedOptions::new(&ledger), line!()));
+    check_kind(&ledger, HandleKind::BlockBasedOptions, || (TrackedBlockBasedOptions::new(&ledger), line!()));
+    check_kind(&ledger, HandleKind::Cache, || (TrackedCache::new_lru(&ledger, 1 << 20), line!()));
+    check_kind(&ledger, HandleKind::Cache, || (TrackedCache::new_hyper_clock(&ledger, 1 << 20, 4096), line!()));
+    check_kind(&ledger, HandleKind::WriteBufferManager, || (TrackedWriteBufferManager::new(&ledger, 1 << 20, false), line!()));
+    check_kind(&ledger, HandleKind::Env, || (TrackedEnv::mem_env(&ledger).expect("env"), line!()));
+    check_kind(&ledger, HandleKind::ReadOptions, || (TrackedReadOptions::new(&ledger), line!()));
+    check_kind(&ledger, HandleKind::WriteOptions, || (TrackedWriteOptions::new(&ledger), line!()));
+    check_kind(&ledger, HandleKind::WriteBatch, || (TrackedWriteBatch::new(&ledger), line!()));
+    check_kind(&ledger, HandleKind::ColumnFamilyDescriptor, || {
+        (TrackedCfDescriptor::new("cf", TrackedOptions::new(&ledger)), line!())
+    });
+}
+
+#[test]
+fn db_and_db_borrowing_kinds() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ledger = Ledger::new();
+    let o = opts(&ledger);
+    check_kind(&ledger, HandleKind::Db, || {
+        let path = dir.path().join(format!("db{}", ledger.report().kinds.get("DB").map_or(0, |c| c.created)));
+        (TrackedDb::<SingleThreaded>::open(&o, path).expect("open"), line!())
+    });
+    let db = TrackedDb::<SingleThreaded>::open(&o, dir.path().join("main")).expect("open");
+    db.put(b"k", b"v").expect("put");
+    check_kind(&ledger, HandleKind::Iterator, || (db.iterator(IteratorMode::Start), line!()));
+    check_kind(&ledger, HandleKind::RawIterator, || (db.raw_iterator(), line!()));
+    check_kind(&ledger, HandleKind::Snapshot, || (db.snapshot(), line!()));
+    check_kind(&ledger, HandleKind::Checkpoint, || (TrackedCheckpoint::new(&db).expect("checkpoint"), line!()));
+    check_kind(&ledger, HandleKind::SstFileWriter, || (TrackedSstFileWriter::create(&o), line!()));
+    // Iterators really iterate.
+    let items: Vec<_> = db.iterator(IteratorMode::Start).collect::<Result<_, _>>().expect("iterate");
+    assert_eq!(items.len(), 1);
+}
+
+#[test]
+fn column_families_single_threaded() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ledger = Ledger::new();
+    let o = opts(&ledger);
+    let cfs = vec![
+        TrackedCfDescriptor::new("data", opts(&ledger)),
+        TrackedCfDescriptor::new("offsets", opts(&ledger)),
+    ];
+    let mut db = TrackedDb::<SingleThreaded>::open_cf_descriptors(&o, dir.path(), cfs).expect("open");
+    // data, offsets and the implicit default.
+    assert_eq!(ledger.live(HandleKind::ColumnFamily), 3);
+    assert_eq!(ledger.live(HandleKind::ColumnFamilyDescriptor), 0, "descriptors are consumed");
+    assert_eq!(ledger.live(HandleKind::Options), 1, "only the DB options are still held by the test");
+    db.create_cf("extra", &o).expect("create cf");
+    assert_eq!(ledger.live(HandleKind::ColumnFamily), 4);
+    db.drop_cf("extra").expect("drop cf");
+    assert_eq!(ledger.live(HandleKind::ColumnFamily), 3);
+    assert!(db.drop_cf("missing").is_err());
+    let cf = db.cf_handle("data").expect("cf");
+    db.put_cf(cf, b"k", b"v").expect("put");
+    drop(db);
+    drop(o);
+    assert_no_leaks!(ledger);
+}
+
+#[test]
+fn column_families_multi_threaded_bound_references() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ledger = Ledger::new();
+    let o = opts(&ledger);
+    let db = TrackedDb::<MultiThreaded>::open_cf_descriptors(&o, dir.path(), vec![TrackedCfDescriptor::new("data", opts(&ledger))])
+        .expect("open");
+    db.create_cf("extra", &o).expect("create cf");
+    let bound = db.cf_handle("extra").expect("cf");
+    let again = bound.clone();
+    assert_eq!(ledger.live(HandleKind::BoundColumnFamily), 1, "clones share one reference");
+    db.put_cf(&bound, b"k", b"v").expect("put");
+    // Dropping the column family while a bound reference lives defers the native release.
+    db.drop_cf("extra").expect("drop cf");
+    assert_eq!(ledger.live(HandleKind::ColumnFamily), 3);
+    let report = ledger.report();
+    let cf = report.retained.iter().find(|g| g.kind == "ColumnFamily" && g.wrapper_dropped).expect("deferred cf");
+    assert!(cf.held_by[0].starts_with("BoundColumnFamily"), "{report}");
+    drop((bound, again));
+    assert_eq!(ledger.live(HandleKind::ColumnFamily), 2);
+    assert!(db.cf_handle("missing").is_none());
+    drop(db);
+    drop(o);
+    assert_no_leaks!(ledger);
+}
+
+#[test]
+fn a_cache_dropped_while_its_db_lives_is_held_by_that_db_and_released_with_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ledger = Ledger::new();
+    let cache = TrackedCache::new_lru(&ledger, 8 << 20);
+    let mut table = TrackedBlockBasedOptions::new(&ledger);
+    table.set_block_cache(&cache);
+    let mut o = opts(&ledger);
+    o.set_block_based_table_factory(&table);
+    let db = TrackedDb::<SingleThreaded>::open(&o, dir.path()).expect("open");
+    drop((cache, table, o));
+
+    assert_eq!(ledger.live(HandleKind::Cache), 1, "the DB still holds the native cache");
+    let report = ledger.report();
+    let group = report.retained.iter().find(|g| g.kind == "Cache").expect("cache");
+    assert!(group.wrapper_dropped);
+    assert_eq!(group.held_by.len(), 1, "{report}");
+    assert!(group.held_by[0].starts_with(&format!("DB #{}", db.token().id())), "{report}");
+
+    drop(db);
+    assert_eq!(ledger.live(HandleKind::Cache), 0);
+    assert_no_leaks!(ledger);
+}
+
+#[test]
+fn declared_shared_cache_and_write_buffer_manager_pass_one_extra_cache_fails_by_name() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ledger = Ledger::new();
+    let shared_cache = TrackedCache::new_lru(&ledger, 8 << 20);
+    let wbm = TrackedWriteBufferManager::new_with_cache(&ledger, 4 << 20, false, &shared_cache);
+    ledger.declare_shared(shared_cache.token());
+    ledger.declare_shared(wbm.token());
+    {
+        let mut table = TrackedBlockBasedOptions::new(&ledger);
+        table.set_block_cache(&shared_cache);
+        let mut o = opts(&ledger);
+        o.set_block_based_table_factory(&table);
+        o.set_write_buffer_manager(&wbm);
+        let db = TrackedDb::<SingleThreaded>::open(&o, dir.path()).expect("open");
+        db.put(b"k", b"v").expect("put");
+    }
+    ledger.verify_with(Settle::NONE).expect("only declared handles live");
+
+    let line = line!() + 1;
+    let extra = TrackedCache::new_lru(&ledger, 8 << 20);
+    let err = ledger.verify_with(Settle::NONE).expect_err("undeclared cache");
+    let msg = err.to_string();
+    assert!(msg.contains("Cache") && msg.contains(&format!("tracked_handles.rs:{line}:")), "{msg}");
+    assert_eq!(err.report.retained_of(HandleKind::Cache), 1);
+    drop(extra);
+    drop((wbm, shared_cache));
+    assert_eq!(ledger.live_total(), 0);
+}
+
+#[test]
+fn a_close_error_dropped_unobserved_shows_as_swallowed() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ledger = Ledger::new();
+    let o = opts(&ledger);
+    let db = TrackedDb::<SingleThreaded>::open(&o, dir.path()).expect("open");
+    // A real RocksDB error: a synced write with the WAL disabled is rejected.
+    let mut w = TrackedWriteOptions::new(&ledger);
+    w.set_sync(true);
+    w.disable_wal(true);
+    let marker = db.put_opt(b"closed", b"1", &w);
+    assert!(marker.is_err());
+    let _ = leakcheck::CloseResult::new(&ledger, "segment store", marker);
+    let _ = db.close(); // succeeds: nothing swallowed from it
+    drop((w, o));
+    let report = ledger.report();
+    assert_eq!(report.retained_count(), 0, "{report}");
+    assert_eq!(report.swallowed_close_errors.len(), 1, "{report}");
+    assert!(report.swallowed_close_errors[0].error.contains("Invalid argument"), "{report}");
+}
+
+#[test]
+fn write_batches_are_consumed_by_write_and_iterators_own_their_read_options() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ledger = Ledger::new();
+    let o = opts(&ledger);
+    let db = TrackedDb::<SingleThreaded>::open(&o, dir.path()).expect("open");
+    let mut batch = TrackedWriteBatch::new(&ledger);
+    batch.put(b"a", b"1");
+    db.write(batch).expect("write");
+    assert_eq!(ledger.live(HandleKind::WriteBatch), 0);
+    let ro = TrackedReadOptions::new(&ledger);
+    let it = db.iterator_opt(IteratorMode::Start, ro);
+    assert_eq!(ledger.live(HandleKind::ReadOptions), 1, "owned by the iterator");
+    assert_eq!(it.count(), 1);
+    assert_eq!(ledger.live(HandleKind::ReadOptions), 0);
+    let snap = db.snapshot();
+    assert_eq!(snap.iterator(IteratorMode::Start).count(), 1);
+    drop(snap);
+    drop(db);
+    drop(o);
+    assert_no_leaks!(ledger);
+}
