@@ -53,14 +53,14 @@ fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
         Command::Sample { dir, purge, json } => {
             let mut probe = Probe::new().purge(purge);
-            if let Some(dir) = dir {
-                probe = probe.watch_dir(&dir)?;
+            if let Some(dir) = &dir {
+                probe = probe.watch_dir(dir).with_context(|| format!("--dir {}", dir.display()))?;
             }
             let sample = probe.sample();
             if json {
                 println!("{}", serde_json::to_string_pretty(&sample)?);
             } else {
-                print_sample(&sample);
+                print_sample(&sample, dir.is_some());
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -84,7 +84,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
     }
 }
 
-fn print_sample(sample: &leakcheck::Sample) {
+fn print_sample(sample: &leakcheck::Sample, watched: bool) {
     let opt = |v: Option<u64>| v.map_or_else(|| "unavailable".to_string(), |v| v.to_string());
     match &sample.jemalloc {
         Some(j) => {
@@ -102,7 +102,9 @@ fn print_sample(sample: &leakcheck::Sample) {
     println!("rss                 {:>14} B", opt(p.rss_bytes));
     println!("threads             {:>14}", opt(p.threads));
     println!("open fds            {:>14}", opt(p.open_fds));
-    println!("open fds under dir  {:>14}", opt(p.open_fds_under_dir));
     println!("memory maps         {:>14}", opt(p.maps));
-    println!("maps under dir      {:>14}", opt(p.maps_under_dir));
+    if watched {
+        println!("open fds under dir  {:>14}", opt(p.open_fds_under_dir));
+        println!("maps under dir      {:>14}", opt(p.maps_under_dir));
+    }
 }
