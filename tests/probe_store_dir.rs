@@ -1,6 +1,8 @@
 //! Open files and memory maps under a store's directory rise while a RocksDB DB is open there and
 //! return to the baseline after it is dropped. Process-wide measurement: one test in this file.
 #![cfg(feature = "rocksdb")]
+// Raw rust-rocksdb on purpose: this test watches the OS, not the ledger.
+#![allow(clippy::disallowed_types)]
 
 use leakcheck::Probe;
 

@@ -149,6 +149,8 @@ fn a_cache_dropped_while_its_db_lives_is_held_by_that_db_and_released_with_it() 
     assert!(group.wrapper_dropped);
     assert_eq!(group.held_by.len(), 1, "{report}");
     assert!(group.held_by[0].starts_with(&format!("DB #{}", db.token().id())), "{report}");
+    let db_group = report.retained.iter().find(|g| g.kind == "DB").expect("db");
+    assert!(db_group.holds.iter().any(|h| h.starts_with("Cache #")), "{report}");
 
     drop(db);
     assert_eq!(ledger.live(HandleKind::Cache), 0);

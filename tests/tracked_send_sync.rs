@@ -1,6 +1,8 @@
 //! Compile-time checks: each tracked wrapper is `Send` / `Sync` exactly when the rust-rocksdb type
 //! it wraps is. This file compiles only if that holds.
 #![cfg(feature = "rocksdb")]
+// Names the raw types on purpose: they are what the wrappers are compared with.
+#![allow(clippy::disallowed_types)]
 
 use std::marker::PhantomData;
 

@@ -42,6 +42,9 @@ pub struct HandleGroup {
     /// What keeps them alive (`DB #12 created at src/store.rs:95:14 (task 0_1)`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub held_by: Vec<String>,
+    /// What they keep alive (`Cache #3 created at src/store.rs:60:9`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub holds: Vec<String>,
     /// Ids of the handles in the group.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ids: Vec<u64>,
@@ -97,6 +100,7 @@ struct GroupKey {
     owner: Option<String>,
     wrapper_dropped: bool,
     held_by: Vec<String>,
+    holds: Vec<String>,
 }
 
 fn describe(id: u64, e: &Entry) -> String {
@@ -119,15 +123,21 @@ impl Ledger {
         {
             let entries = lock(&self.inner.entries);
             for (id, e) in entries.iter() {
-                let mut held_by: Vec<String> =
-                    e.held_by.iter().filter_map(|h| entries.get(h).map(|he| describe(*h, he))).collect();
-                held_by.sort();
+                let describe_all = |ids: &[u64]| {
+                    let mut v: Vec<String> =
+                        ids.iter().filter_map(|h| entries.get(h).map(|he| describe(*h, he))).collect();
+                    v.sort();
+                    v
+                };
+                let held_by = describe_all(&e.held_by);
+                let holds = describe_all(&e.holds);
                 let key = GroupKey {
                     kind: e.kind,
                     site: Some(e.site.to_string()),
                     owner: e.owner.as_deref().map(str::to_string),
                     wrapper_dropped: e.wrapper_dropped,
                     held_by,
+                    holds,
                 };
                 let map = if e.shared { &mut shared } else { &mut retained };
                 let slot = map.entry(key).or_insert_with(|| (0, Vec::new(), None));
@@ -150,6 +160,7 @@ impl Ledger {
                         owner: None,
                         wrapper_dropped: false,
                         held_by: Vec::new(),
+                        holds: Vec::new(),
                     };
                     let map = if is_shared { &mut shared } else { &mut retained };
                     map.entry(key).or_insert_with(|| (0, Vec::new(), None)).0 += unsited;
@@ -167,6 +178,7 @@ impl Ledger {
                         owner: k.owner,
                         wrapper_dropped: k.wrapper_dropped,
                         held_by: k.held_by,
+                        holds: k.holds,
                         ids,
                         backtrace,
                     }
@@ -211,6 +223,9 @@ impl fmt::Display for LeakReport {
                 }
                 for h in &g.held_by {
                     writeln!(f, "      held by {h}")?;
+                }
+                for h in &g.holds {
+                    writeln!(f, "      keeps alive {h}")?;
                 }
                 if let Some(bt) = &g.backtrace {
                     for line in bt.lines().take(24) {

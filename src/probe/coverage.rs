@@ -116,6 +116,7 @@ pub fn check_malloc_coverage() -> Result<MallocCoverage, CoverageError> {
 /// # Errors
 /// [`CoverageError::RocksDbNotVisible`] with a diagnosis when RocksDB's heap is not visible.
 #[cfg(feature = "rocksdb")]
+#[allow(clippy::disallowed_types)] // a scratch DB measured by bytes, not by the ledger
 pub fn check_rocksdb_coverage() -> Result<RocksDbCoverage, CoverageError> {
     const PUTS: u64 = 100_000;
     const EXPECTED: u64 = 8_000_000;

@@ -35,10 +35,7 @@ pub struct ProcessStats {
 /// Reads every field it can. `dir`, when given, is the directory whose files are counted
 /// separately (a store's data directory); it should be canonical (see [`canonical_dir`]).
 pub fn read(dir: Option<&Path>) -> ProcessStats {
-    let (rss_bytes, threads) = match status() {
-        Ok(s) => s,
-        Err(_) => (None, None),
-    };
+    let (rss_bytes, threads) = status().unwrap_or_default();
     let (open_fds, open_fds_under_dir) = match fds(dir) {
         Ok((all, under)) => (Some(all), under),
         Err(_) => (None, None),
