@@ -1,10 +1,46 @@
 //! leakcheck proves that code built on RocksDB releases every native resource it creates.
 //!
-//! Three independent signals answer "did it leak?": an ownership ledger of native handles
-//! (exact), process memory from jemalloc and `/proc` (statistical), and OS resources such as open
-//! files and memory maps under the store's directory (exact after settling).
+//! Three independent signals answer "did it leak?":
 //!
-//! This crate is being built issue by issue; today it holds the probes.
+//! - **handles**: an ownership [`Ledger`] of native handles, fed by the tracked wrappers in
+//!   [`tracked`] (feature `rocksdb`). Exact: a leaked handle is reported at once with its kind,
+//!   the line that created it and its owner path.
+//! - **bytes**: jemalloc's counters ([`probe`]), which see RocksDB's C++ heap because jemalloc
+//!   replaces `malloc` itself. Statistical: judged by a slope over cycles.
+//! - **OS resources**: open files and memory maps under the store's directory, threads, RSS, from
+//!   `/proc/self`. Exact after settling.
+//!
+//! # Example
+//!
+//! ```
+//! use leakcheck::tracked::{TrackedCache, TrackedCfDescriptor, TrackedDb, TrackedOptions};
+//! use leakcheck::{owner_scope, HandleKind, Ledger};
+//!
+//! let ledger = Ledger::new(); // one per test: tests can run in parallel
+//! let dir = tempfile::tempdir()?;
+//! {
+//!     let _owner = owner_scope("task 0_1");
+//!     let mut opts = TrackedOptions::new(&ledger);
+//!     opts.create_if_missing(true);
+//!     opts.create_missing_column_families(true);
+//!     let offsets = TrackedCfDescriptor::new("offsets", TrackedOptions::new(&ledger));
+//!     let db = TrackedDb::<rocksdb::SingleThreaded>::open_cf_descriptors(&opts, dir.path(), [offsets])?;
+//!     db.put(b"key", b"value")?;
+//!
+//!     // A cache nobody releases: the ledger sees it even though nothing refers to it.
+//!     std::mem::forget(TrackedCache::new_lru(&ledger, 8 << 20));
+//!
+//!     db.close().into_result()?; // close errors cannot be dropped unseen
+//! }
+//! let report = ledger.report();
+//! assert_eq!(report.retained_of(HandleKind::Cache), 1);
+//! assert_eq!(report.retained[0].owner.as_deref(), Some("task 0_1"));
+//! println!("{report}"); // kind, count, file:line, owner
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! Process-wide signals (jemalloc, RSS, fds) are only trustworthy with one test per process: put
+//! such tests in their own integration-test files. Ledger tests have no such limit.
 
 #![warn(missing_docs)]
 
