@@ -48,9 +48,11 @@ pub mod ledger;
 pub mod probe;
 #[cfg(feature = "rocksdb")]
 pub mod tracked;
+pub mod verdict;
 
 pub use ledger::{
     current_owner, owner_scope, CloseResult, Depth, HandleKind, Hold, LeakError, LeakGuard, LeakReport,
     Ledger, Settle, Token,
 };
 pub use probe::{Probe, Sample};
+pub use verdict::{SignalVerdict, Verdict};

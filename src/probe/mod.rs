@@ -8,9 +8,12 @@
 mod coverage;
 pub mod jemalloc;
 pub mod process;
+#[cfg(feature = "rocksdb")]
+pub mod rocksdb;
 
 use std::io;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
@@ -19,6 +22,8 @@ pub use coverage::{check_malloc_coverage, CoverageError, MallocCoverage};
 pub use coverage::{check_rocksdb_coverage, RocksDbCoverage};
 pub use jemalloc::JemallocStats;
 pub use process::ProcessStats;
+#[cfg(feature = "rocksdb")]
+pub use self::rocksdb::MemoryConsumers;
 
 /// Why a probe could not read something.
 #[derive(Debug, thiserror::Error)]
@@ -75,6 +80,100 @@ pub struct Sample {
     pub jemalloc: Option<JemallocStats>,
     /// OS resources from `/proc/self`.
     pub process: ProcessStats,
+    /// What RocksDB reports for the live DBs and caches it was given, when it was asked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rocksdb: Option<RocksDbMemory>,
+}
+
+impl Sample {
+    /// jemalloc's allocated bytes, if readable.
+    pub fn allocated_bytes(&self) -> Option<u64> {
+        self.jemalloc.map(|j| j.allocated_bytes)
+    }
+
+    /// Allocated bytes that RocksDB's own accounting does not explain (memtables, table readers,
+    /// block caches of the live DBs and caches it was asked about). Equals allocated bytes when
+    /// RocksDB was not asked.
+    pub fn unexplained_bytes(&self) -> Option<i64> {
+        let allocated = self.allocated_bytes()? as i64;
+        Some(allocated - self.rocksdb.map_or(0, |r| r.explained_bytes()) as i64)
+    }
+}
+
+/// RocksDB's own memory accounting by type, for a set of live DBs and caches (a cache shared by
+/// many column families or DBs counts once).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct RocksDbMemory {
+    /// Memory of all memtables, flushed-pending included.
+    pub mem_table_total_bytes: u64,
+    /// Memory of memtables not yet flushed.
+    pub mem_table_unflushed_bytes: u64,
+    /// Memory of table readers (index and filter blocks not in the block cache).
+    pub table_readers_total_bytes: u64,
+    /// Usage of the block caches.
+    pub cache_total_bytes: u64,
+}
+
+impl RocksDbMemory {
+    /// Bytes RocksDB accounts for: memtables, table readers and caches.
+    pub fn explained_bytes(&self) -> u64 {
+        self.mem_table_total_bytes + self.table_readers_total_bytes + self.cache_total_bytes
+    }
+
+    /// Adds another set's figures (for consumers measured separately).
+    pub fn add(&mut self, other: RocksDbMemory) {
+        self.mem_table_total_bytes += other.mem_table_total_bytes;
+        self.mem_table_unflushed_bytes += other.mem_table_unflushed_bytes;
+        self.table_readers_total_bytes += other.table_readers_total_bytes;
+        self.cache_total_bytes += other.cache_total_bytes;
+    }
+}
+
+/// When two consecutive samples count as settled. Background work (RocksDB's flush and compaction
+/// threads finishing, a closed DB's files being released) takes time: sample until two in a row
+/// agree, like goleak retries before it accuses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SampleSettle {
+    /// Allocated bytes of two consecutive samples may differ by at most this much.
+    pub allocated_bound_bytes: u64,
+    /// Give up (and return the last sample, marked unsettled) after this long.
+    pub timeout: Duration,
+    /// First pause between samples; doubles up to 20 ms.
+    pub initial_backoff: Duration,
+}
+
+impl Default for SampleSettle {
+    fn default() -> Self {
+        SampleSettle {
+            allocated_bound_bytes: 4096,
+            timeout: Duration::from_millis(500),
+            initial_backoff: Duration::from_micros(200),
+        }
+    }
+}
+
+/// A sample taken after settling.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Settled {
+    /// The last sample taken.
+    pub sample: Sample,
+    /// Whether it agreed with the one before it (false: the timeout passed first).
+    pub settled: bool,
+    /// Samples taken.
+    pub attempts: u32,
+}
+
+fn agree(a: &Sample, b: &Sample, bound: u64) -> bool {
+    let alloc = match (a.allocated_bytes(), b.allocated_bytes()) {
+        (Some(x), Some(y)) => x.abs_diff(y) <= bound,
+        (None, None) => true,
+        _ => false,
+    };
+    alloc
+        && a.process.open_fds_under_dir == b.process.open_fds_under_dir
+        && a.process.maps_under_dir == b.process.maps_under_dir
+        && a.process.threads == b.process.threads
 }
 
 /// Takes [`Sample`]s. Cheap to clone; configure once, sample many times.
@@ -121,7 +220,31 @@ impl Probe {
     pub fn sample(&self) -> Sample {
         let jemalloc = jemalloc::read(self.purge).ok();
         let process = process::read(self.dir.as_deref());
-        Sample { monotonic_ns: monotonic_ns(), jemalloc, process }
+        Sample { monotonic_ns: monotonic_ns(), jemalloc, process, rocksdb: None }
+    }
+
+    /// Samples (purging first, whatever [`Probe::purge`] says) until two consecutive samples
+    /// agree: allocated bytes within the bound, and the same fds and maps under the watched
+    /// directory and the same thread count.
+    pub fn settled_sample(&self, policy: SampleSettle) -> Settled {
+        let purging = Probe { dir: self.dir.clone(), purge: true };
+        let deadline = Instant::now() + policy.timeout;
+        let mut backoff = policy.initial_backoff;
+        let mut prev = purging.sample();
+        let mut attempts = 1;
+        loop {
+            std::thread::sleep(backoff);
+            let next = purging.sample();
+            attempts += 1;
+            if agree(&prev, &next, policy.allocated_bound_bytes) {
+                return Settled { sample: next, settled: true, attempts };
+            }
+            if Instant::now() >= deadline {
+                return Settled { sample: next, settled: false, attempts };
+            }
+            prev = next;
+            backoff = (backoff * 2).min(Duration::from_millis(20));
+        }
     }
 }
 

@@ -1,0 +1,666 @@
+//! Per-signal verdicts over cycles.
+//!
+//! One before/after equality is useless for memory: a leak-free open/write/close cycle of a small
+//! RocksDB moves jemalloc's allocated bytes by about ±100 KB from one cycle to the next. A slope
+//! over many cycles separates a small leak from that noise. Statistical signals get a robust slope
+//! (Theil-Sen) with a confidence interval (Sen's, widened for autocorrelated noise): a leak when
+//! the lower bound exceeds the tolerance, flat when the upper bound is below it, inconclusive
+//! otherwise, with an estimate of how many more cycles would decide. Exact signals (live handles,
+//! files and maps under the store's directory after close) need no statistics: any residue after
+//! settling is a leak.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::{Deserialize, Serialize};
+
+use crate::probe::Sample;
+
+/// The outcome for one signal, or for a whole run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Verdict {
+    /// Flat (statistical) or no residue (exact).
+    Clean,
+    /// Not enough evidence either way yet.
+    Inconclusive,
+    /// Growth beyond the tolerance (statistical) or a residue (exact).
+    Leak,
+}
+
+impl Verdict {
+    /// The worst of two verdicts: leak over inconclusive over clean.
+    pub fn worst(self, other: Verdict) -> Verdict {
+        self.max(other)
+    }
+
+    /// The lowercase name used in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Verdict::Clean => "clean",
+            Verdict::Inconclusive => "inconclusive",
+            Verdict::Leak => "leak",
+        }
+    }
+}
+
+impl std::fmt::Display for Verdict {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A robust slope with its confidence interval, in units per cycle.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct Slope {
+    /// Theil-Sen estimate: the median of pairwise slopes.
+    pub slope_per_cycle: f64,
+    /// Lower confidence bound.
+    pub lower: f64,
+    /// Upper confidence bound.
+    pub upper: f64,
+    /// Points the estimate used (cycles, or blocks of cycles for long runs).
+    pub points: usize,
+    /// Cycles per point (1 unless a long run was averaged in blocks).
+    pub block: usize,
+    /// Lag-1 autocorrelation of the residuals, which widened the interval.
+    pub autocorrelation: f64,
+    /// A single level shift found at this cycle (after warm-up), left out of the slope.
+    pub step_at: Option<usize>,
+}
+
+/// Largest number of points Theil-Sen works on directly (n² / 2 pairwise slopes); longer series
+/// are averaged in blocks of consecutive cycles first, which also tames short-range correlation.
+const MAX_POINTS: usize = 1000;
+
+/// Theil-Sen slope of `values` (one per cycle) with a two-sided confidence interval at
+/// `confidence` (for example 0.99). `None` with fewer than 3 values or a non-finite value.
+///
+/// A single step (one-time growth, such as a cache filling at one cycle, then flat) is not a
+/// slope: when one level shift stands far above the noise and above the local change elsewhere,
+/// only pairs of points on the same side of it are used, so the step does not pass for a leak.
+/// A staircase of several steps still shows as growth.
+pub fn theil_sen(values: &[f64], confidence: f64) -> Option<Slope> {
+    if values.len() < 3 || values.iter().any(|v| !v.is_finite()) {
+        return None;
+    }
+    let block = values.len().div_ceil(MAX_POINTS);
+    let points = block_means(values, block);
+    let first = estimate(&points, confidence)?;
+    // A periodic component (a memtable filling and flushing, periodic compaction) makes the
+    // residuals strongly correlated and the interval uselessly wide. Averaging over whole periods
+    // removes it: find the period from the residuals' autocorrelation and re-estimate on means of
+    // one period each.
+    let periodic = (first.autocorrelation > 0.5)
+        .then(|| detect_period(&first.residuals))
+        .flatten()
+        .filter(|p| points.len() / p >= 8)
+        .and_then(|p| estimate(&block_means(&points, p), confidence).map(|e| (p, e)));
+    let (block, e) = match periodic {
+        Some((p, e)) => (block * p, e),
+        None => (block, first),
+    };
+    let per_cycle = |v: f64| v / block as f64;
+    Some(Slope {
+        slope_per_cycle: per_cycle(e.slope),
+        lower: per_cycle(e.lower),
+        upper: per_cycle(e.upper),
+        points: e.points,
+        block,
+        autocorrelation: e.autocorrelation,
+        step_at: e.step.map(|k| k * block),
+    })
+}
+
+fn block_means(values: &[f64], block: usize) -> Vec<f64> {
+    if block <= 1 {
+        return values.to_vec();
+    }
+    values.chunks(block).filter(|c| c.len() == block).map(|c| c.iter().sum::<f64>() / block as f64).collect()
+}
+
+/// A Theil-Sen estimate in units per point.
+struct Estimate {
+    slope: f64,
+    lower: f64,
+    upper: f64,
+    points: usize,
+    autocorrelation: f64,
+    step: Option<usize>,
+    residuals: Vec<f64>,
+}
+
+fn estimate(points: &[f64], confidence: f64) -> Option<Estimate> {
+    let n = points.len();
+    if n < 3 {
+        return None;
+    }
+    let step = find_step(points);
+    let same_side = |i: usize, j: usize| step.is_none_or(|k| (i < k) == (j < k));
+    let mut slopes = Vec::with_capacity(n * (n - 1) / 2);
+    for i in 0..n {
+        for j in i + 1..n {
+            if same_side(i, j) {
+                slopes.push((points[j] - points[i]) / (j - i) as f64);
+            }
+        }
+    }
+    if slopes.is_empty() {
+        return None;
+    }
+    slopes.sort_by(f64::total_cmp);
+    let slope = median_sorted(&slopes);
+
+    // Residual lag-1 autocorrelation around the fitted line; positive correlation means fewer
+    // independent points than it seems (effective n = n (1 - r) / (1 + r)).
+    let segments: Vec<&[f64]> = match step {
+        Some(k) => vec![&points[..k], &points[k..]],
+        None => vec![points],
+    };
+    let mut residuals = Vec::with_capacity(n);
+    for seg in &segments {
+        let mut intercepts: Vec<f64> = seg.iter().enumerate().map(|(i, y)| y - slope * i as f64).collect();
+        intercepts.sort_by(f64::total_cmp);
+        let intercept = median_sorted(&intercepts);
+        residuals.extend(seg.iter().enumerate().map(|(i, y)| y - intercept - slope * i as f64));
+    }
+    let r = lag1_autocorrelation(&residuals).clamp(0.0, 0.9);
+    let inflation = (1.0 + r) / (1.0 - r);
+
+    // Sen (1968): the interval's ends are order statistics of the pairwise slopes, at
+    // (N ∓ z·sqrt(Var S)) / 2, where Var S = n(n-1)(2n+5)/18 is Kendall's S variance (summed over
+    // the segments when a step splits the series).
+    let total = slopes.len() as f64;
+    let var_s = segments
+        .iter()
+        .map(|seg| {
+            let m = seg.len() as f64;
+            m * (m - 1.0) * (2.0 * m + 5.0) / 18.0
+        })
+        .sum::<f64>()
+        * inflation;
+    let c = normal_quantile(0.5 + confidence / 2.0) * var_s.sqrt();
+    let lo = (((total - c) / 2.0).floor().max(0.0) as usize).min(slopes.len() - 1);
+    let hi = (((total + c) / 2.0).ceil() as usize).min(slopes.len() - 1);
+    Some(Estimate { slope, lower: slopes[lo], upper: slopes[hi], points: n, autocorrelation: r, step, residuals })
+}
+
+/// The period of a periodic component in `r`: the highest autocorrelation peak after the first
+/// zero crossing, when it is strong (above 0.3).
+fn detect_period(r: &[f64]) -> Option<usize> {
+    let n = r.len();
+    let mean = r.iter().sum::<f64>() / n as f64;
+    let var: f64 = r.iter().map(|x| (x - mean).powi(2)).sum();
+    if var <= f64::EPSILON {
+        return None;
+    }
+    let acf = |k: usize| r.windows(k + 1).map(|w| (w[0] - mean) * (w[k] - mean)).sum::<f64>() / var;
+    let max_lag = n / 4;
+    let zero = (1..=max_lag).find(|&k| acf(k) < 0.0)?;
+    let (lag, peak) = (zero + 1..=max_lag).map(|k| (k, acf(k))).max_by(|a, b| a.1.total_cmp(&b.1))?;
+    (peak > 0.3).then_some(lag)
+}
+
+/// The index of a single level shift, if one stands out: the split where the medians of the `w`
+/// points on either side differ most, kept only when that jump is more than 8 times the noise
+/// (from the median absolute first difference) and more than 4 times the typical jump at other
+/// splits (a linear trend has the same jump everywhere; a step has one).
+fn find_step(y: &[f64]) -> Option<usize> {
+    let n = y.len();
+    let w = (n / 20).max(3);
+    if n < 4 * w {
+        return None;
+    }
+    let median = |s: &[f64]| {
+        let mut v = s.to_vec();
+        v.sort_by(f64::total_cmp);
+        median_sorted(&v)
+    };
+    let mut diffs: Vec<f64> = y.windows(2).map(|p| (p[1] - p[0]).abs()).collect();
+    diffs.sort_by(f64::total_cmp);
+    // MAD of first differences; for independent noise, diff sd = sqrt(2) * sd.
+    let noise = 1.4826 * median_sorted(&diffs) / std::f64::consts::SQRT_2;
+    let jumps: Vec<(usize, f64)> = (w..=n - w).map(|k| (k, median(&y[k..k + w]) - median(&y[k - w..k]))).collect();
+    let (k, best) = jumps.iter().copied().max_by(|a, b| a.1.abs().total_cmp(&b.1.abs()))?;
+    let typical = median(&jumps.iter().map(|(_, j)| j.abs()).collect::<Vec<_>>());
+    (best.abs() > 8.0 * noise && best.abs() > 4.0 * typical && best.abs() > 0.0).then_some(k)
+}
+
+fn median_sorted(v: &[f64]) -> f64 {
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+fn lag1_autocorrelation(r: &[f64]) -> f64 {
+    let n = r.len();
+    if n < 3 {
+        return 0.0;
+    }
+    let mean = r.iter().sum::<f64>() / n as f64;
+    let var: f64 = r.iter().map(|x| (x - mean).powi(2)).sum();
+    if var <= f64::EPSILON {
+        return 0.0;
+    }
+    let cov: f64 = r.windows(2).map(|w| (w[0] - mean) * (w[1] - mean)).sum();
+    cov / var
+}
+
+/// The standard normal quantile (Acklam's rational approximation, relative error below 1.2e-9).
+pub(crate) fn normal_quantile(p: f64) -> f64 {
+    const A: [f64; 6] = [-3.969683028665376e1, 2.209460984245205e2, -2.759285104469687e2, 1.383577518672690e2, -3.066479806614716e1, 2.506628277459239];
+    const B: [f64; 5] = [-5.447609879822406e1, 1.615858368580409e2, -1.556989798598866e2, 6.680131188771972e1, -1.328068155288572e1];
+    const C: [f64; 6] = [-7.784894002430293e-3, -3.223964580411365e-1, -2.400758277161838, -2.549732539343734, 4.374664141464968, 2.938163982698783];
+    const D: [f64; 4] = [7.784695709041462e-3, 3.224671290700398e-1, 2.445134137142996, 3.754408661907416];
+    let p = p.clamp(1e-12, 1.0 - 1e-12);
+    let tail = |q: f64| {
+        (((((C[0] * q + C[1]) * q + C[2]) * q + C[3]) * q + C[4]) * q + C[5])
+            / ((((D[0] * q + D[1]) * q + D[2]) * q + D[3]) * q + 1.0)
+    };
+    if p < 0.02425 {
+        tail((-2.0 * p.ln()).sqrt())
+    } else if p > 1.0 - 0.02425 {
+        -tail((-2.0 * (1.0 - p).ln()).sqrt())
+    } else {
+        let q = p - 0.5;
+        let r = q * q;
+        (((((A[0] * r + A[1]) * r + A[2]) * r + A[3]) * r + A[4]) * r + A[5]) * q
+            / (((((B[0] * r + B[1]) * r + B[2]) * r + B[3]) * r + B[4]) * r + 1.0)
+    }
+}
+
+/// How a signal is judged.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum Rule {
+    /// Every value must equal `expected` (after settling); any residue is a leak.
+    Exact {
+        /// The value a clean run shows after every cycle (0, or the declared shared handles).
+        expected: f64,
+    },
+    /// A slope over cycles after warm-up, against a tolerance in units per cycle.
+    Statistical {
+        /// Growth per cycle that is still called flat.
+        tolerance_per_cycle: f64,
+        /// Confidence of the interval, for example 0.99.
+        confidence: f64,
+    },
+}
+
+/// The verdict on one signal.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct SignalVerdict {
+    /// The signal's name (`allocated_bytes`, `live_handles.Options`, `open_fds_under_dir`, …).
+    pub signal: String,
+    /// Its unit (`B`, `handles`, `fds`, …).
+    pub unit: String,
+    /// Clean, leak or inconclusive.
+    pub verdict: Verdict,
+    /// How it was judged.
+    pub rule: Rule,
+    /// Cycles judged (after warm-up for statistical signals).
+    pub cycles: usize,
+    /// Statistical: the slope estimate per cycle.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slope_per_cycle: Option<f64>,
+    /// Statistical: lower confidence bound of the slope.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lower: Option<f64>,
+    /// Statistical: upper confidence bound of the slope.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upper: Option<f64>,
+    /// Inconclusive: about how many more cycles would decide, if the trend holds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub more_cycles_needed: Option<u64>,
+    /// Exact: the largest residue seen (value minus expected).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_residue: Option<f64>,
+    /// Exact: the first cycle (0-based) with a residue.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_cycle_with_residue: Option<usize>,
+    /// Statistical: a single level shift found at this cycle and left out of the slope.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step_at_cycle: Option<usize>,
+}
+
+/// Judges one series (one value per cycle; `None` where the signal could not be read).
+///
+/// Statistical signals skip the first `warmup` cycles (caches filling, allocator arenas growing)
+/// and need at least 3 readable values after that; exact signals judge every cycle, warm-up
+/// included: a handle leaked in cycle 0 is a leak in cycle 0.
+pub fn judge(signal: &str, unit: &str, values: &[Option<f64>], rule: Rule, warmup: usize) -> SignalVerdict {
+    let mut v = SignalVerdict {
+        signal: signal.to_string(),
+        unit: unit.to_string(),
+        verdict: Verdict::Inconclusive,
+        rule,
+        cycles: 0,
+        slope_per_cycle: None,
+        lower: None,
+        upper: None,
+        more_cycles_needed: None,
+        max_residue: None,
+        first_cycle_with_residue: None,
+        step_at_cycle: None,
+    };
+    match rule {
+        Rule::Exact { expected } => {
+            let readable: Vec<(usize, f64)> = values.iter().enumerate().filter_map(|(i, x)| x.map(|x| (i, x))).collect();
+            v.cycles = readable.len();
+            if readable.is_empty() {
+                return v;
+            }
+            let residue = readable.iter().map(|(_, x)| x - expected).fold(f64::NEG_INFINITY, f64::max);
+            v.max_residue = Some(residue);
+            v.first_cycle_with_residue = readable.iter().find(|(_, x)| *x != expected).map(|(i, _)| *i);
+            v.verdict = if v.first_cycle_with_residue.is_some() { Verdict::Leak } else { Verdict::Clean };
+        }
+        Rule::Statistical { tolerance_per_cycle, confidence } => {
+            let after: Vec<f64> = values.iter().skip(warmup).flatten().copied().collect();
+            v.cycles = after.len();
+            let Some(s) = theil_sen(&after, confidence) else {
+                v.more_cycles_needed = Some(3u64.saturating_sub(after.len() as u64).max(1));
+                return v;
+            };
+            v.slope_per_cycle = Some(s.slope_per_cycle);
+            v.lower = Some(s.lower);
+            v.upper = Some(s.upper);
+            v.step_at_cycle = s.step_at.map(|k| k + warmup);
+            v.verdict = if s.lower > tolerance_per_cycle {
+                Verdict::Leak
+            } else if s.upper < tolerance_per_cycle {
+                Verdict::Clean
+            } else {
+                v.more_cycles_needed = more_cycles(&s, after.len(), tolerance_per_cycle);
+                Verdict::Inconclusive
+            };
+        }
+    }
+    v
+}
+
+/// The slope's interval narrows like n^(-3/2) for equally spaced points: estimate the cycles at
+/// which the half-width on the side of the tolerance shrinks below the slope's distance to it.
+fn more_cycles(s: &Slope, n: usize, tolerance: f64) -> Option<u64> {
+    let distance = (s.slope_per_cycle - tolerance).abs();
+    let half = if s.slope_per_cycle > tolerance {
+        s.slope_per_cycle - s.lower
+    } else {
+        s.upper - s.slope_per_cycle
+    };
+    if distance <= f64::EPSILON || !half.is_finite() {
+        return None;
+    }
+    let needed = n as f64 * (half / distance).powf(2.0 / 3.0);
+    (needed.is_finite() && needed < 1e12).then(|| (needed.ceil() as u64).saturating_sub(n as u64).max(1))
+}
+
+/// What one cycle left behind, observed after it closed everything and the process settled.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct CycleSample {
+    /// 0-based cycle number.
+    pub cycle: u64,
+    /// Memory and OS resources.
+    pub sample: Sample,
+    /// Live handles per kind that were not declared shared (the ledger's retained counts).
+    pub retained_handles: BTreeMap<String, u64>,
+    /// Whether two consecutive samples agreed before the timeout.
+    pub settled: bool,
+}
+
+impl CycleSample {
+    /// A cycle's observations.
+    pub fn new(cycle: u64, sample: Sample, retained_handles: BTreeMap<String, u64>, settled: bool) -> Self {
+        CycleSample { cycle, sample, retained_handles, settled }
+    }
+}
+
+/// Growth per cycle still called flat, per statistical signal.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct Tolerances {
+    /// jemalloc allocated bytes (and unexplained bytes).
+    pub allocated_bytes_per_cycle: f64,
+    /// jemalloc resident bytes after purge (page-granular).
+    pub resident_bytes_per_cycle: f64,
+    /// RSS (page-granular, includes stacks and code).
+    pub rss_bytes_per_cycle: f64,
+    /// Open fds, maps and threads (all of the process).
+    pub os_per_cycle: f64,
+}
+
+impl Default for Tolerances {
+    fn default() -> Self {
+        Tolerances {
+            allocated_bytes_per_cycle: 64.0,
+            resident_bytes_per_cycle: 2048.0,
+            rss_bytes_per_cycle: 4096.0,
+            os_per_cycle: 0.02,
+        }
+    }
+}
+
+/// How a run is analysed.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct AnalysisConfig {
+    /// Cycles skipped by statistical signals (caches filling, arenas growing).
+    pub warmup_cycles: usize,
+    /// Confidence of the slope intervals.
+    pub confidence: f64,
+    /// Tolerances of the statistical signals.
+    pub tolerances: Tolerances,
+    /// Store instances opened and closed per cycle (tasks x segments), for the leak rate per
+    /// instance.
+    pub instances_per_cycle: u64,
+    /// After the last close, allocated bytes may exceed the pre-run baseline by this much
+    /// (RocksDB allocates process-wide state once, at the first open).
+    pub baseline_tolerance_bytes: u64,
+}
+
+impl Default for AnalysisConfig {
+    fn default() -> Self {
+        AnalysisConfig {
+            warmup_cycles: 20,
+            confidence: 0.99,
+            tolerances: Tolerances::default(),
+            instances_per_cycle: 1,
+            baseline_tolerance_bytes: 2 << 20,
+        }
+    }
+}
+
+/// Leak rate of the bytes signal, attributed per cycle and per store instance.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct LeakRate {
+    /// The signal the rate comes from (`unexplained_bytes` when RocksDB was asked, else
+    /// `allocated_bytes`).
+    pub signal: String,
+    /// Slope per cycle.
+    pub bytes_per_cycle: f64,
+    /// Slope per store instance opened in a cycle (tasks x segments): the amplification that made
+    /// KAFKA-20616 serious shows as the same rate per instance at any scale.
+    pub bytes_per_instance: f64,
+    /// Instances per cycle used for the division.
+    pub instances_per_cycle: u64,
+}
+
+/// After the last close, what is left over against the pre-run baseline.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct BaselineReturn {
+    /// Clean when every judged field is back within tolerance.
+    pub verdict: Verdict,
+    /// Final minus baseline allocated bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allocated_delta_bytes: Option<i64>,
+    /// The allowed excess.
+    pub tolerance_bytes: u64,
+    /// Final minus baseline fds under the store directory (must be 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fds_under_dir_delta: Option<i64>,
+    /// Final minus baseline maps under the store directory (must be 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub maps_under_dir_delta: Option<i64>,
+    /// Final minus baseline open fds of the process (informational).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fds_delta: Option<i64>,
+    /// Final minus baseline threads (informational: RocksDB's default Env starts its thread pools
+    /// at the first open and keeps them for the life of the process).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub threads_delta: Option<i64>,
+}
+
+/// The verdict on a whole run: every signal's, the leak rate and the return to baseline.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct RunVerdict {
+    /// The worst of the signals' verdicts and the baseline return.
+    pub verdict: Verdict,
+    /// One verdict per signal.
+    pub signals: Vec<SignalVerdict>,
+    /// The bytes signal's slope, per cycle and per instance.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub leak_rate: Option<LeakRate>,
+    /// The return to the pre-run baseline, when both samples were given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub baseline_return: Option<BaselineReturn>,
+}
+
+impl RunVerdict {
+    /// The verdict of one signal by name.
+    pub fn signal(&self, name: &str) -> Option<&SignalVerdict> {
+        self.signals.iter().find(|s| s.signal == name)
+    }
+
+    /// Names of the signals that found a leak.
+    pub fn leaking_signals(&self) -> Vec<&str> {
+        self.signals.iter().filter(|s| s.verdict == Verdict::Leak).map(|s| s.signal.as_str()).collect()
+    }
+}
+
+fn delta(a: Option<u64>, b: Option<u64>) -> Option<i64> {
+    Some(b? as i64 - a? as i64)
+}
+
+/// Judges a run: statistical signals over the cycles after warm-up, exact signals over every
+/// cycle, and the return to baseline when `baseline` (before the first open) and `last` (after the
+/// last close) are given.
+pub fn analyze(cycles: &[CycleSample], baseline: Option<&Sample>, last: Option<&Sample>, cfg: &AnalysisConfig) -> RunVerdict {
+    let warmup = cfg.warmup_cycles.min(cycles.len().saturating_sub(3));
+    let stat = |tolerance: f64| Rule::Statistical { tolerance_per_cycle: tolerance, confidence: cfg.confidence };
+    let t = &cfg.tolerances;
+    let series = |f: &dyn Fn(&Sample) -> Option<f64>| cycles.iter().map(|c| f(&c.sample)).collect::<Vec<_>>();
+    let mut signals = Vec::new();
+
+    let allocated = series(&|s| s.allocated_bytes().map(|v| v as f64));
+    signals.push(judge("allocated_bytes", "B", &allocated, stat(t.allocated_bytes_per_cycle), warmup));
+    let asked_rocksdb = cycles.iter().any(|c| c.sample.rocksdb.is_some());
+    if asked_rocksdb {
+        let unexplained = series(&|s| s.unexplained_bytes().map(|v| v as f64));
+        signals.push(judge("unexplained_bytes", "B", &unexplained, stat(t.allocated_bytes_per_cycle), warmup));
+    }
+    let resident = series(&|s| s.jemalloc.filter(|j| j.purged).map(|j| j.resident_bytes as f64));
+    signals.push(judge("resident_bytes", "B", &resident, stat(t.resident_bytes_per_cycle), warmup));
+    signals.push(judge("rss_bytes", "B", &series(&|s| s.process.rss_bytes.map(|v| v as f64)), stat(t.rss_bytes_per_cycle), warmup));
+    signals.push(judge("open_fds", "fds", &series(&|s| s.process.open_fds.map(|v| v as f64)), stat(t.os_per_cycle), warmup));
+    signals.push(judge("maps", "maps", &series(&|s| s.process.maps.map(|v| v as f64)), stat(t.os_per_cycle), warmup));
+    signals.push(judge("threads", "threads", &series(&|s| s.process.threads.map(|v| v as f64)), stat(t.os_per_cycle), warmup));
+
+    // Exact: nothing of the store's directory stays open or mapped after a close.
+    let expect = |f: &dyn Fn(&Sample) -> Option<u64>| baseline.and_then(f).unwrap_or(0) as f64;
+    let fds_under = series(&|s| s.process.open_fds_under_dir.map(|v| v as f64));
+    if fds_under.iter().any(Option::is_some) {
+        let rule = Rule::Exact { expected: expect(&|s| s.process.open_fds_under_dir) };
+        signals.push(judge("open_fds_under_dir", "fds", &fds_under, rule, 0));
+    }
+    let maps_under = series(&|s| s.process.maps_under_dir.map(|v| v as f64));
+    if maps_under.iter().any(Option::is_some) {
+        let rule = Rule::Exact { expected: expect(&|s| s.process.maps_under_dir) };
+        signals.push(judge("maps_under_dir", "maps", &maps_under, rule, 0));
+    }
+    // Exact: no undeclared handle of any kind after any cycle.
+    let kinds: BTreeSet<&String> = cycles.iter().flat_map(|c| c.retained_handles.keys()).collect();
+    for kind in kinds {
+        let values: Vec<Option<f64>> =
+            cycles.iter().map(|c| Some(c.retained_handles.get(kind).copied().unwrap_or(0) as f64)).collect();
+        signals.push(judge(&format!("live_handles.{kind}"), "handles", &values, Rule::Exact { expected: 0.0 }, 0));
+    }
+
+    let rate_signal = if asked_rocksdb { "unexplained_bytes" } else { "allocated_bytes" };
+    let leak_rate = signals.iter().find(|s| s.signal == rate_signal).and_then(|s| s.slope_per_cycle).map(|slope| {
+        let instances = cfg.instances_per_cycle.max(1);
+        LeakRate {
+            signal: rate_signal.to_string(),
+            bytes_per_cycle: slope,
+            bytes_per_instance: slope / instances as f64,
+            instances_per_cycle: instances,
+        }
+    });
+
+    let baseline_return = match (baseline, last) {
+        (Some(b), Some(l)) => {
+            let allocated_delta_bytes = delta(b.allocated_bytes(), l.allocated_bytes());
+            let fds_under_dir_delta = delta(b.process.open_fds_under_dir, l.process.open_fds_under_dir);
+            let maps_under_dir_delta = delta(b.process.maps_under_dir, l.process.maps_under_dir);
+            let ok = allocated_delta_bytes.is_none_or(|d| d <= cfg.baseline_tolerance_bytes as i64)
+                && fds_under_dir_delta.is_none_or(|d| d == 0)
+                && maps_under_dir_delta.is_none_or(|d| d == 0);
+            Some(BaselineReturn {
+                verdict: if ok { Verdict::Clean } else { Verdict::Leak },
+                allocated_delta_bytes,
+                tolerance_bytes: cfg.baseline_tolerance_bytes,
+                fds_under_dir_delta,
+                maps_under_dir_delta,
+                fds_delta: delta(b.process.open_fds, l.process.open_fds),
+                threads_delta: delta(b.process.threads, l.process.threads),
+            })
+        }
+        _ => None,
+    };
+
+    let mut verdict = signals.iter().map(|s| s.verdict).fold(Verdict::Clean, Verdict::worst);
+    if let Some(b) = &baseline_return {
+        verdict = verdict.worst(b.verdict);
+    }
+    RunVerdict { verdict, signals, leak_rate, baseline_return }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn normal_quantiles() {
+        assert!((normal_quantile(0.975) - 1.959964).abs() < 1e-5);
+        assert!((normal_quantile(0.995) - 2.575829).abs() < 1e-5);
+        assert!((normal_quantile(0.5)).abs() < 1e-9);
+    }
+
+    #[test]
+    fn exact_slope_of_a_line() {
+        let v: Vec<f64> = (0..50).map(|i| 100.0 + 7.0 * i as f64).collect();
+        let s = theil_sen(&v, 0.99).expect("slope");
+        assert_eq!((s.slope_per_cycle, s.lower, s.upper), (7.0, 7.0, 7.0));
+    }
+
+    #[test]
+    fn long_series_are_block_averaged_with_the_slope_kept_per_cycle() {
+        let v: Vec<f64> = (0..5000).map(|i| 3.0 * i as f64).collect();
+        let s = theil_sen(&v, 0.99).expect("slope");
+        assert_eq!(s.block, 5);
+        assert!((s.slope_per_cycle - 3.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn too_short_or_non_finite_series_have_no_slope() {
+        assert!(theil_sen(&[1.0, 2.0], 0.99).is_none());
+        assert!(theil_sen(&[1.0, f64::NAN, 2.0, 3.0], 0.99).is_none());
+    }
+}

@@ -1,0 +1,84 @@
+//! Shared by the process-per-test integration tests: a RocksDB open/write/close loop, optionally
+//! with a planted native leak, judged by the verdict module.
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+
+use leakcheck::probe::SampleSettle;
+use leakcheck::tracked::{TrackedCfDescriptor, TrackedDb, TrackedOptions, TrackedWriteOptions};
+use leakcheck::verdict::{analyze, AnalysisConfig, CycleSample, RunVerdict};
+use leakcheck::{Ledger, Probe};
+use rocksdb::SingleThreaded;
+
+/// One cycle: a 2-column-family DB in a fresh directory, 100 writes per column family, close,
+/// destroy the directory.
+pub fn cycle(ledger: &Ledger, dir: &std::path::Path) {
+    let mut opts = TrackedOptions::new(ledger);
+    opts.create_if_missing(true);
+    opts.create_missing_column_families(true);
+    let cfs = ["data", "offsets"].map(|n| TrackedCfDescriptor::new(n, TrackedOptions::new(ledger)));
+    let db = TrackedDb::<SingleThreaded>::open_cf_descriptors(&opts, dir, cfs).expect("open");
+    let w = TrackedWriteOptions::new(ledger);
+    for name in ["data", "offsets"] {
+        let cf = db.cf_handle(name).expect("cf");
+        for i in 0..100u32 {
+            db.put_cf_opt(cf, i.to_be_bytes(), [0x5a; 64], &w).expect("put");
+        }
+    }
+    db.close().into_result().expect("close");
+    std::fs::remove_dir_all(dir).expect("destroy");
+}
+
+/// Runs `cycles` cycles, planting a native leak of `leak_bytes` per cycle through C malloc (0 for
+/// none), and judges the run.
+pub fn run(cycles: u64, leak_bytes: usize, cfg: &AnalysisConfig) -> RunVerdict {
+    let base = tempfile::tempdir().expect("tempdir");
+    let probe = Probe::new().watch_dir(base.path()).expect("watch");
+    let ledger = Ledger::new();
+    let mut kept: Vec<*mut libc::c_void> = Vec::with_capacity(cycles as usize);
+    let mut samples = Vec::with_capacity(cycles as usize);
+    let baseline = probe.settled_sample(SampleSettle::default()).sample;
+    for c in 0..cycles {
+        cycle(&ledger, &base.path().join(format!("cycle-{c}")));
+        if leak_bytes > 0 {
+            // SAFETY: plain C malloc; the block is kept (and freed at the end) on purpose.
+            let p = unsafe { libc::malloc(leak_bytes) };
+            assert!(!p.is_null());
+            unsafe { p.cast::<u8>().write_bytes(0xa5, leak_bytes) };
+            kept.push(std::hint::black_box(p));
+        }
+        let settled = probe.settled_sample(SampleSettle::default());
+        let retained: BTreeMap<String, u64> =
+            ledger.report().retained.iter().fold(BTreeMap::new(), |mut m, g| {
+                *m.entry(g.kind.clone()).or_default() += g.count;
+                m
+            });
+        samples.push(CycleSample::new(c, settled.sample, retained, settled.settled));
+    }
+    let last = probe.settled_sample(SampleSettle::default()).sample;
+    let verdict = analyze(&samples, Some(&baseline), Some(&last), cfg);
+    for p in kept {
+        unsafe { libc::free(p) };
+    }
+    verdict
+}
+
+/// Prints a verdict compactly for the test log.
+pub fn print(v: &RunVerdict) {
+    eprintln!("run verdict: {}", v.verdict);
+    for s in &v.signals {
+        eprintln!(
+            "  {:<28} {:<12} slope {:>10.1} [{:>10.1}, {:>10.1}] residue {:?} step {:?} more {:?}",
+            s.signal,
+            s.verdict.name(),
+            s.slope_per_cycle.unwrap_or(f64::NAN),
+            s.lower.unwrap_or(f64::NAN),
+            s.upper.unwrap_or(f64::NAN),
+            s.max_residue,
+            s.step_at_cycle,
+            s.more_cycles_needed
+        );
+    }
+    eprintln!("  leak rate {:?}", v.leak_rate);
+    eprintln!("  baseline {:?}", v.baseline_return);
+}
