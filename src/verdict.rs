@@ -251,7 +251,7 @@ fn lag1_autocorrelation(r: &[f64]) -> f64 {
 
 /// The standard normal quantile (Acklam's rational approximation, relative error below 1.2e-9).
 pub(crate) fn normal_quantile(p: f64) -> f64 {
-    const A: [f64; 6] = [-3.969683028665376e1, 2.209460984245205e2, -2.759285104469687e2, 1.383577518672690e2, -3.066479806614716e1, 2.506628277459239];
+    const A: [f64; 6] = [-3.969683028665376e1, 2.209460984245205e2, -2.759285104469687e2, 1.38357751867269e2, -3.066479806614716e1, 2.506628277459239];
     const B: [f64; 5] = [-5.447609879822406e1, 1.615858368580409e2, -1.556989798598866e2, 6.680131188771972e1, -1.328068155288572e1];
     const C: [f64; 6] = [-7.784894002430293e-3, -3.223964580411365e-1, -2.400758277161838, -2.549732539343734, 4.374664141464968, 2.938163982698783];
     const D: [f64; 4] = [7.784695709041462e-3, 3.224671290700398e-1, 2.445134137142996, 3.754408661907416];
@@ -325,6 +325,10 @@ pub struct SignalVerdict {
     /// Statistical: a single level shift found at this cycle and left out of the slope.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub step_at_cycle: Option<usize>,
+    /// Shown for reference but not part of the run's verdict (raw byte signals, when RocksDB's
+    /// accounting explains part of them and the net signals are judged instead).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub informational: bool,
 }
 
 /// Judges one series (one value per cycle; `None` where the signal could not be read).
@@ -346,6 +350,7 @@ pub fn judge(signal: &str, unit: &str, values: &[Option<f64>], rule: Rule, warmu
         max_residue: None,
         first_cycle_with_residue: None,
         step_at_cycle: None,
+        informational: false,
     };
     match rule {
         Rule::Exact { expected } => {
@@ -539,9 +544,13 @@ impl RunVerdict {
         self.signals.iter().find(|s| s.signal == name)
     }
 
-    /// Names of the signals that found a leak.
+    /// Names of the judged (not informational) signals that found a leak.
     pub fn leaking_signals(&self) -> Vec<&str> {
-        self.signals.iter().filter(|s| s.verdict == Verdict::Leak).map(|s| s.signal.as_str()).collect()
+        self.signals
+            .iter()
+            .filter(|s| s.verdict == Verdict::Leak && !s.informational)
+            .map(|s| s.signal.as_str())
+            .collect()
     }
 }
 
@@ -559,16 +568,30 @@ pub fn analyze(cycles: &[CycleSample], baseline: Option<&Sample>, last: Option<&
     let series = |f: &dyn Fn(&Sample) -> Option<f64>| cycles.iter().map(|c| f(&c.sample)).collect::<Vec<_>>();
     let mut signals = Vec::new();
 
-    let allocated = series(&|s| s.allocated_bytes().map(|v| v as f64));
-    signals.push(judge("allocated_bytes", "B", &allocated, stat(t.allocated_bytes_per_cycle), warmup));
+    // Byte signals. When RocksDB's accounting was read, growth it explains (memtables, table
+    // readers, caches of a store whose data legitimately grows) is not a leak: the net signals are
+    // judged and the raw ones shown for reference.
     let asked_rocksdb = cycles.iter().any(|c| c.sample.rocksdb.is_some());
-    if asked_rocksdb {
-        let unexplained = series(&|s| s.unexplained_bytes().map(|v| v as f64));
-        signals.push(judge("unexplained_bytes", "B", &unexplained, stat(t.allocated_bytes_per_cycle), warmup));
+    let explained = |s: &Sample| s.rocksdb.map_or(0.0, |r| r.explained_bytes() as f64);
+    let raw_bytes: [(&str, &dyn Fn(&Sample) -> Option<f64>, f64); 3] = [
+        ("allocated_bytes", &|s| s.allocated_bytes().map(|v| v as f64), t.allocated_bytes_per_cycle),
+        ("resident_bytes", &|s| s.jemalloc.filter(|j| j.purged).map(|j| j.resident_bytes as f64), t.resident_bytes_per_cycle),
+        ("rss_bytes", &|s| s.process.rss_bytes.map(|v| v as f64), t.rss_bytes_per_cycle),
+    ];
+    for (name, read, tolerance) in raw_bytes {
+        let mut v = judge(name, "B", &series(read), stat(tolerance), warmup);
+        v.informational = asked_rocksdb;
+        signals.push(v);
+        if asked_rocksdb {
+            let net_name = match name {
+                "allocated_bytes" => "unexplained_bytes",
+                "resident_bytes" => "unexplained_resident_bytes",
+                _ => "unexplained_rss_bytes",
+            };
+            let net = series(&|s| read(s).map(|v| v - explained(s)));
+            signals.push(judge(net_name, "B", &net, stat(tolerance), warmup));
+        }
     }
-    let resident = series(&|s| s.jemalloc.filter(|j| j.purged).map(|j| j.resident_bytes as f64));
-    signals.push(judge("resident_bytes", "B", &resident, stat(t.resident_bytes_per_cycle), warmup));
-    signals.push(judge("rss_bytes", "B", &series(&|s| s.process.rss_bytes.map(|v| v as f64)), stat(t.rss_bytes_per_cycle), warmup));
     signals.push(judge("open_fds", "fds", &series(&|s| s.process.open_fds.map(|v| v as f64)), stat(t.os_per_cycle), warmup));
     signals.push(judge("maps", "maps", &series(&|s| s.process.maps.map(|v| v as f64)), stat(t.os_per_cycle), warmup));
     signals.push(judge("threads", "threads", &series(&|s| s.process.threads.map(|v| v as f64)), stat(t.os_per_cycle), warmup));
@@ -625,7 +648,8 @@ pub fn analyze(cycles: &[CycleSample], baseline: Option<&Sample>, last: Option<&
         _ => None,
     };
 
-    let mut verdict = signals.iter().map(|s| s.verdict).fold(Verdict::Clean, Verdict::worst);
+    let mut verdict =
+        signals.iter().filter(|s| !s.informational).map(|s| s.verdict).fold(Verdict::Clean, Verdict::worst);
     if let Some(b) = &baseline_return {
         verdict = verdict.worst(b.verdict);
     }
@@ -656,6 +680,69 @@ mod tests {
         let s = theil_sen(&v, 0.99).expect("slope");
         assert_eq!(s.block, 5);
         assert!((s.slope_per_cycle - 3.0).abs() < 1e-9);
+    }
+
+    fn sample(allocated: u64, explained: Option<u64>) -> Sample {
+        use crate::probe::{JemallocStats, ProcessStats, RocksDbMemory};
+        let j = JemallocStats {
+            allocated_bytes: allocated,
+            active_bytes: allocated,
+            resident_bytes: 8 << 20,
+            mapped_bytes: 16 << 20,
+            retained_bytes: 0,
+            metadata_bytes: 0,
+            purged: true,
+        };
+        let process = ProcessStats {
+            rss_bytes: Some(32 << 20),
+            threads: Some(4),
+            open_fds: Some(10),
+            open_fds_under_dir: Some(0),
+            maps: Some(60),
+            maps_under_dir: Some(0),
+        };
+        let rocksdb = explained.map(|e| RocksDbMemory { mem_table_total_bytes: e, ..Default::default() });
+        Sample { monotonic_ns: 0, jemalloc: Some(j), process, rocksdb }
+    }
+
+    #[test]
+    fn growth_rocksdb_explains_is_not_a_leak_and_the_rest_is_attributed_per_instance() {
+        let cfg = AnalysisConfig { instances_per_cycle: 32, warmup_cycles: 5, ..Default::default() };
+        // Memtables grow 50 KB per cycle, all of it accounted for by RocksDB.
+        let explained: Vec<CycleSample> = (0..200)
+            .map(|c| CycleSample::new(c, sample(10_000_000 + 50_000 * c, Some(50_000 * c)), BTreeMap::new(), true))
+            .collect();
+        let v = analyze(&explained, None, None, &cfg);
+        assert_eq!(v.signal("allocated_bytes").map(|s| (s.verdict, s.informational)), Some((Verdict::Leak, true)));
+        assert_eq!(v.signal("unexplained_bytes").map(|s| s.verdict), Some(Verdict::Clean));
+        assert_eq!(v.verdict, Verdict::Clean, "{v:?}");
+        // 32 instances per cycle each leaking 300 B that nothing explains.
+        let leaking: Vec<CycleSample> = (0..200)
+            .map(|c| CycleSample::new(c, sample(10_000_000 + 59_600 * c, Some(50_000 * c)), BTreeMap::new(), true))
+            .collect();
+        let v = analyze(&leaking, None, None, &cfg);
+        assert_eq!(v.verdict, Verdict::Leak);
+        let rate = v.leak_rate.expect("rate");
+        assert_eq!(rate.signal, "unexplained_bytes");
+        assert!((rate.bytes_per_cycle - 9600.0).abs() < 1.0 && (rate.bytes_per_instance - 300.0).abs() < 0.1, "{rate:?}");
+    }
+
+    #[test]
+    fn exact_handle_signals_and_the_return_to_baseline() {
+        let cfg = AnalysisConfig::default();
+        let mut cycles: Vec<CycleSample> =
+            (0..50).map(|c| CycleSample::new(c, sample(10_000_000, None), BTreeMap::new(), true)).collect();
+        cycles[7].retained_handles.insert("Options".into(), 1);
+        let base = sample(9_000_000, None);
+        let mut last = sample(10_000_000, None);
+        let v = analyze(&cycles, Some(&base), Some(&last), &cfg);
+        let h = v.signal("live_handles.Options").expect("handle signal");
+        assert_eq!((h.verdict, h.first_cycle_with_residue), (Verdict::Leak, Some(7)));
+        assert_eq!(v.baseline_return.as_ref().map(|b| b.verdict), Some(Verdict::Clean));
+        last.process.open_fds_under_dir = Some(2);
+        let v = analyze(&cycles, Some(&base), Some(&last), &cfg);
+        let b = v.baseline_return.expect("baseline");
+        assert_eq!((b.verdict, b.fds_under_dir_delta), (Verdict::Leak, Some(2)));
     }
 
     #[test]
