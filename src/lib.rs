@@ -44,6 +44,8 @@
 
 #![warn(missing_docs)]
 
+pub mod fault;
+pub mod harness;
 pub mod ledger;
 pub mod probe;
 #[cfg(feature = "rocksdb")]
@@ -55,4 +57,5 @@ pub use ledger::{
     Ledger, Settle, Token,
 };
 pub use probe::{Probe, Sample};
+pub use harness::{CycleCtx, Harness, HarnessConfig, HarnessReport, Integrity, Lifecycle};
 pub use verdict::{SignalVerdict, Verdict};

@@ -329,6 +329,18 @@ impl Ledger {
         c.created.load(Ordering::Acquire).saturating_sub(released)
     }
 
+    /// Live handles per kind that were not declared shared, for kinds with any: the exact signal,
+    /// cheap at every depth (counters only, no entry table).
+    pub fn retained_counts(&self) -> std::collections::BTreeMap<String, u64> {
+        self.kind_snapshot()
+            .into_iter()
+            .filter_map(|(k, c)| {
+                let retained = c.live.saturating_sub(c.declared_shared);
+                (retained > 0).then(|| (k.name().to_string(), retained))
+            })
+            .collect()
+    }
+
     /// Live handles of every kind, declared shared ones included.
     pub fn live_total(&self) -> u64 {
         self.kind_snapshot().values().map(|c| c.live).sum()

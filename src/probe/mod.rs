@@ -83,6 +83,10 @@ pub struct Sample {
     /// What RocksDB reports for the live DBs and caches it was given, when it was asked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rocksdb: Option<RocksDbMemory>,
+    /// Heap bytes the measuring code itself holds (the harness's per-cycle records), excluded
+    /// from the net byte signals; absent when not measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bookkeeping_bytes: Option<i64>,
 }
 
 impl Sample {
@@ -91,12 +95,22 @@ impl Sample {
         self.jemalloc.map(|j| j.allocated_bytes)
     }
 
-    /// Allocated bytes that RocksDB's own accounting does not explain (memtables, table readers,
-    /// block caches of the live DBs and caches it was asked about). Equals allocated bytes when
-    /// RocksDB was not asked.
+    /// Bytes explained without being a leak: what RocksDB accounts for (memtables, table
+    /// readers, block caches of the live DBs and caches it was asked about) plus the measuring
+    /// code's own bookkeeping.
+    pub fn explained_bytes(&self) -> i64 {
+        self.rocksdb.map_or(0, |r| r.explained_bytes()) as i64 + self.bookkeeping_bytes.unwrap_or(0)
+    }
+
+    /// Allocated bytes minus [`Sample::explained_bytes`]. Equals allocated bytes when neither
+    /// RocksDB nor the bookkeeping was measured.
     pub fn unexplained_bytes(&self) -> Option<i64> {
-        let allocated = self.allocated_bytes()? as i64;
-        Some(allocated - self.rocksdb.map_or(0, |r| r.explained_bytes()) as i64)
+        Some(self.allocated_bytes()? as i64 - self.explained_bytes())
+    }
+
+    /// Whether part of the bytes is explained (RocksDB's accounting or bookkeeping was read).
+    pub fn has_explanation(&self) -> bool {
+        self.rocksdb.is_some() || self.bookkeeping_bytes.is_some()
     }
 }
 
@@ -220,7 +234,7 @@ impl Probe {
     pub fn sample(&self) -> Sample {
         let jemalloc = jemalloc::read(self.purge).ok();
         let process = process::read(self.dir.as_deref());
-        Sample { monotonic_ns: monotonic_ns(), jemalloc, process, rocksdb: None }
+        Sample { monotonic_ns: monotonic_ns(), jemalloc, process, rocksdb: None, bookkeeping_bytes: None }
     }
 
     /// Samples (purging first, whatever [`Probe::purge`] says) until two consecutive samples

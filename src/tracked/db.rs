@@ -159,6 +159,14 @@ impl<T: ThreadMode> TrackedDb<T> {
         TrackedDb { inner, cfs: Mutex::new(cfs), _holds: holds, token }
     }
 
+    /// Destroys the database files at `path` (`DB::destroy`). The DB must be closed.
+    ///
+    /// # Errors
+    /// RocksDB's error.
+    pub fn destroy(opts: &TrackedOptions, path: impl AsRef<Path>) -> Result<(), rocksdb::Error> {
+        Db::<T>::destroy(&opts.inner, path)
+    }
+
     /// This DB's token.
     pub fn token(&self) -> &Token {
         &self.token

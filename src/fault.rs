@@ -1,0 +1,478 @@
+//! Fault injection at named points, scoped to one run.
+//!
+//! A plan says, per point, when to fail and how:
+//!
+//! ```text
+//! close.marker=always            every call fails with an error
+//! open.db=nth:2                  only the 2nd call fails
+//! work.write=every:5             every 5th call fails
+//! close.marker=10%               each call fails with probability 0.1 (seeded, reproducible)
+//! work.scan=nth:1:panic          the 1st call panics instead of returning an error
+//! close.marker=off               never
+//! ```
+//!
+//! Points are separated by commas: `close.marker=10%,open.db=nth:2`. The same spelling serves
+//! code ([`FaultPlan::parse`]), the environment ([`FAULTS_ENV`]) and the CLI (`--faults`), in the
+//! spirit of the fail crate's `20%3*return`. Unlike the fail crate's global registry, a plan lives
+//! in a [`Faults`] value handed to the code under test, so parallel tests never trigger each
+//! other's faults. With no plan, a check is a single branch.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::str::FromStr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use serde::{Deserialize, Serialize};
+
+use crate::ledger::lock;
+
+/// The environment variable holding a fault plan.
+pub const FAULTS_ENV: &str = "LEAKCHECK_FAULTS";
+
+/// When a point fails.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Trigger {
+    /// Never.
+    Off,
+    /// Every call.
+    Always,
+    /// Only the n-th call (1-based).
+    Nth(u64),
+    /// Every n-th call.
+    Every(u64),
+    /// Each call with this probability, from a PRNG seeded per point.
+    Probability(f64),
+}
+
+/// What a failing point does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FaultAction {
+    /// Return an error (a real RocksDB error where the code under test can provoke one).
+    Error,
+    /// Panic.
+    Panic,
+}
+
+/// One point's rule.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FaultSpec {
+    /// When.
+    pub trigger: Trigger,
+    /// How.
+    pub action: FaultAction,
+}
+
+/// A plan could not be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum FaultPlanError {
+    /// An entry is not `point=spec`.
+    #[error("fault plan entry `{entry}` is not point=spec (for example close.marker=10%)")]
+    NotAnAssignment {
+        /// The entry.
+        entry: String,
+    },
+    /// The spec cannot be parsed.
+    #[error("fault spec `{spec}` for `{point}`: {reason}")]
+    BadSpec {
+        /// The point.
+        point: String,
+        /// The spec.
+        spec: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A point appears twice.
+    #[error("fault point `{point}` is given twice")]
+    Duplicate {
+        /// The point.
+        point: String,
+    },
+    /// A point the code under test does not have.
+    #[error("unknown fault point `{point}`; known points: {known}")]
+    UnknownPoint {
+        /// The point.
+        point: String,
+        /// The points the code under test declares, comma-separated.
+        known: String,
+    },
+}
+
+/// A fault plan: a rule per named point.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct FaultPlan {
+    specs: BTreeMap<String, FaultSpec>,
+}
+
+impl FaultPlan {
+    /// No faults.
+    pub fn none() -> Self {
+        Self::default()
+    }
+
+    /// Parses `point=spec,point=spec`. Whitespace around entries is ignored; an empty string is
+    /// the empty plan.
+    ///
+    /// # Errors
+    /// [`FaultPlanError`] naming the entry that is wrong.
+    pub fn parse(text: &str) -> Result<Self, FaultPlanError> {
+        let mut specs = BTreeMap::new();
+        for entry in text.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+            let (point, spec) =
+                entry.split_once('=').ok_or_else(|| FaultPlanError::NotAnAssignment { entry: entry.to_string() })?;
+            let point = point.trim();
+            if point.is_empty() || !point.chars().all(|c| c.is_ascii_alphanumeric() || "._-".contains(c)) {
+                return Err(FaultPlanError::NotAnAssignment { entry: entry.to_string() });
+            }
+            let spec = parse_spec(point, spec.trim())?;
+            if specs.insert(point.to_string(), spec).is_some() {
+                return Err(FaultPlanError::Duplicate { point: point.to_string() });
+            }
+        }
+        Ok(FaultPlan { specs })
+    }
+
+    /// The plan in [`FAULTS_ENV`], or the empty plan when unset.
+    ///
+    /// # Errors
+    /// When the variable holds an unparsable plan.
+    pub fn from_env() -> Result<Self, FaultPlanError> {
+        match std::env::var(FAULTS_ENV) {
+            Ok(text) => Self::parse(&text),
+            Err(_) => Ok(Self::none()),
+        }
+    }
+
+    /// Adds (or replaces) one point's rule.
+    pub fn with(mut self, point: &str, trigger: Trigger, action: FaultAction) -> Self {
+        self.specs.insert(point.to_string(), FaultSpec { trigger, action });
+        self
+    }
+
+    /// Checks every point against the ones the code under test declares.
+    ///
+    /// # Errors
+    /// [`FaultPlanError::UnknownPoint`] for the first point not in `known`.
+    pub fn validate(&self, known: &[&str]) -> Result<(), FaultPlanError> {
+        for point in self.specs.keys() {
+            if !known.contains(&point.as_str()) {
+                return Err(FaultPlanError::UnknownPoint { point: point.clone(), known: known.join(", ") });
+            }
+        }
+        Ok(())
+    }
+
+    /// The points with a rule.
+    pub fn points(&self) -> impl Iterator<Item = (&str, &FaultSpec)> {
+        self.specs.iter().map(|(k, v)| (k.as_str(), v))
+    }
+
+    /// Whether the plan has no active rule.
+    pub fn is_empty(&self) -> bool {
+        self.specs.values().all(|s| s.trigger == Trigger::Off)
+    }
+}
+
+fn parse_spec(point: &str, spec: &str) -> Result<FaultSpec, FaultPlanError> {
+    let bad = |reason: &str| FaultPlanError::BadSpec { point: point.to_string(), spec: spec.to_string(), reason: reason.to_string() };
+    let (when, action) = match spec.rsplit_once(':') {
+        Some((w, "panic")) => (w, FaultAction::Panic),
+        Some((w, "error")) => (w, FaultAction::Error),
+        _ => (spec, FaultAction::Error),
+    };
+    let count = |n: &str| -> Result<u64, FaultPlanError> {
+        match n.parse::<u64>() {
+            Ok(0) | Err(_) => Err(bad("expected a count of 1 or more")),
+            Ok(v) => Ok(v),
+        }
+    };
+    let trigger = match when {
+        "off" => Trigger::Off,
+        "always" => Trigger::Always,
+        w if w.ends_with('%') => {
+            let p: f64 = w[..w.len() - 1].parse().map_err(|_| bad("expected a percentage such as 10%"))?;
+            if !(0.0..=100.0).contains(&p) {
+                return Err(bad("a percentage must be between 0 and 100"));
+            }
+            Trigger::Probability(p / 100.0)
+        }
+        w => match w.split_once(':') {
+            Some(("nth", n)) => Trigger::Nth(count(n)?),
+            Some(("every", n)) => Trigger::Every(count(n)?),
+            _ => return Err(bad("expected off, always, nth:N, every:N or P%, optionally followed by :error or :panic")),
+        },
+    };
+    Ok(FaultSpec { trigger, action })
+}
+
+impl FromStr for FaultPlan {
+    type Err = FaultPlanError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Self::parse(s)
+    }
+}
+
+impl fmt::Display for FaultPlan {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut first = true;
+        for (point, spec) in &self.specs {
+            if !first {
+                f.write_str(",")?;
+            }
+            first = false;
+            write!(f, "{point}=")?;
+            match spec.trigger {
+                Trigger::Off => f.write_str("off")?,
+                Trigger::Always => f.write_str("always")?,
+                Trigger::Nth(n) => write!(f, "nth:{n}")?,
+                Trigger::Every(n) => write!(f, "every:{n}")?,
+                Trigger::Probability(p) => write!(f, "{}%", p * 100.0)?,
+            }
+            if spec.action == FaultAction::Panic {
+                f.write_str(":panic")?;
+            }
+        }
+        Ok(())
+    }
+}
+
+struct PointState {
+    spec: FaultSpec,
+    calls: AtomicU64,
+    /// Times this point fired. Counters, not a list: a check never allocates, so the code under
+    /// test's memory is not disturbed by the bookkeeping of its faults.
+    fired: AtomicU64,
+    /// `fired` at the last `take_fired`.
+    taken: AtomicU64,
+    rng: Mutex<u64>,
+}
+
+struct FaultsInner {
+    points: BTreeMap<String, PointState>,
+    /// Points passed (when recording), with their call counts.
+    passed: Option<Mutex<BTreeMap<String, u64>>>,
+}
+
+/// A fault plan in force: hand it to the code under test, which calls [`Faults::check`] at each
+/// named point. Cheap to clone (shared state: call counts are per plan, not per clone).
+#[derive(Clone, Default)]
+pub struct Faults {
+    inner: Option<Arc<FaultsInner>>,
+}
+
+impl fmt::Debug for Faults {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.inner {
+            None => f.write_str("Faults(none)"),
+            Some(i) => write!(f, "Faults({} points)", i.points.len()),
+        }
+    }
+}
+
+impl Faults {
+    /// No faults, no recording: every check is one branch.
+    pub fn none() -> Self {
+        Faults { inner: None }
+    }
+
+    /// A plan in force, with probabilities drawn from `seed`.
+    pub fn new(plan: &FaultPlan, seed: u64) -> Self {
+        Self::build(plan, seed, false)
+    }
+
+    /// Like [`Faults::new`], and records every point passed (for the fault matrix).
+    pub fn recording(plan: &FaultPlan, seed: u64) -> Self {
+        Self::build(plan, seed, true)
+    }
+
+    fn build(plan: &FaultPlan, seed: u64, record: bool) -> Self {
+        if plan.is_empty() && !record {
+            return Self::none();
+        }
+        let points = plan
+            .specs
+            .iter()
+            .map(|(name, spec)| {
+                let h = name.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3));
+                let state = PointState {
+                    spec: *spec,
+                    calls: AtomicU64::new(0),
+                    fired: AtomicU64::new(0),
+                    taken: AtomicU64::new(0),
+                    rng: Mutex::new(seed ^ h),
+                };
+                (name.clone(), state)
+            })
+            .collect();
+        Faults {
+            inner: Some(Arc::new(FaultsInner { points, passed: record.then(|| Mutex::new(BTreeMap::new())) })),
+        }
+    }
+
+    /// Called by the code under test at point `name`: `Some(action)` when this call must fail;
+    /// the caller injects the failure (an error, or a panic). See [`Faults::check_error`] for
+    /// callers that only handle errors.
+    pub fn check(&self, name: &str) -> Option<FaultAction> {
+        let inner = self.inner.as_ref()?;
+        if let Some(passed) = &inner.passed {
+            *lock(passed).entry(name.to_string()).or_default() += 1;
+        }
+        let state = inner.points.get(name)?;
+        let call = state.calls.fetch_add(1, Ordering::Relaxed) + 1;
+        let fire = match state.spec.trigger {
+            Trigger::Off => false,
+            Trigger::Always => true,
+            Trigger::Nth(n) => call == n,
+            Trigger::Every(n) => call % n == 0,
+            Trigger::Probability(p) => {
+                let mut s = lock(&state.rng);
+                *s = s.wrapping_add(0x9e37_79b9_7f4a_7c15);
+                let mut z = *s;
+                z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+                z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+                (((z ^ (z >> 31)) >> 11) as f64 / (1u64 << 53) as f64) < p
+            }
+        };
+        if !fire {
+            return None;
+        }
+        state.fired.fetch_add(1, Ordering::Relaxed);
+        Some(state.spec.action)
+    }
+
+    /// Like [`Faults::check`], but panics at once for a panic action: the caller only handles
+    /// errors. The panic message names the point.
+    pub fn check_error(&self, name: &str) -> bool {
+        match self.check(name) {
+            None => false,
+            Some(FaultAction::Error) => true,
+            Some(FaultAction::Panic) => panic!("leakcheck: injected panic at fault point {name}"),
+        }
+    }
+
+    /// Points that fired since the last call, with how many times each.
+    pub fn take_fired(&self) -> BTreeMap<String, u64> {
+        let Some(inner) = &self.inner else { return BTreeMap::new() };
+        inner
+            .points
+            .iter()
+            .filter_map(|(name, s)| {
+                let now = s.fired.load(Ordering::Relaxed);
+                let before = s.taken.swap(now, Ordering::Relaxed);
+                (now > before).then(|| (name.clone(), now - before))
+            })
+            .collect()
+    }
+
+    /// Points passed so far (when recording), with their call counts.
+    pub fn passed(&self) -> BTreeMap<String, u64> {
+        self.inner.as_ref().and_then(|i| i.passed.as_ref()).map(|p| lock(p).clone()).unwrap_or_default()
+    }
+
+    /// Whether any rule is in force.
+    pub fn active(&self) -> bool {
+        self.inner.as_ref().is_some_and(|i| !i.points.is_empty())
+    }
+}
+
+/// The plans of the automatic fault matrix over `points`: each single point failing always, on
+/// its 2nd call, and panicking; then each pair of points failing always.
+pub fn matrix_plans(points: &BTreeSet<String>) -> Vec<FaultPlan> {
+    let mut plans = Vec::new();
+    for p in points {
+        plans.push(FaultPlan::none().with(p, Trigger::Always, FaultAction::Error));
+        plans.push(FaultPlan::none().with(p, Trigger::Nth(2), FaultAction::Error));
+        plans.push(FaultPlan::none().with(p, Trigger::Always, FaultAction::Panic));
+    }
+    let list: Vec<&String> = points.iter().collect();
+    for (i, a) in list.iter().enumerate() {
+        for b in &list[i + 1..] {
+            plans.push(
+                FaultPlan::none().with(a, Trigger::Always, FaultAction::Error).with(b, Trigger::Always, FaultAction::Error),
+            );
+        }
+    }
+    plans
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_every_spelling_and_prints_it_back() {
+        let plan = FaultPlan::parse("close.marker=10%, open.db=nth:2 ,work.write=every:5,work.scan=nth:1:panic,x=off,y=always:error")
+            .expect("parse");
+        let text = plan.to_string();
+        assert_eq!(FaultPlan::parse(&text).expect("reparse"), plan);
+        assert!(text.contains("work.scan=nth:1:panic") && text.contains("close.marker=10%"), "{text}");
+    }
+
+    #[test]
+    fn rejects_bad_plans_with_a_message_naming_the_problem() {
+        for (text, needle) in [
+            ("close.marker", "point=spec"),
+            ("close.marker=sometimes", "sometimes"),
+            ("close.marker=nth:0", "count of 1"),
+            ("close.marker=150%", "between 0 and 100"),
+            ("a=always,a=off", "twice"),
+            ("=always", "point=spec"),
+        ] {
+            let err = FaultPlan::parse(text).expect_err(text).to_string();
+            assert!(err.contains(needle), "{text}: {err}");
+        }
+        let err = FaultPlan::parse("close.mraker=always").expect("parse").validate(&["close.marker"]).expect_err("unknown");
+        assert!(err.to_string().contains("close.mraker") && err.to_string().contains("close.marker"));
+    }
+
+    #[test]
+    fn triggers_fire_when_they_should() {
+        let plan = FaultPlan::parse("a=nth:2,b=every:3,c=always,d=off").expect("parse");
+        let f = Faults::new(&plan, 1);
+        let fired = |p: &str| (0..6).map(|_| f.check(p).is_some()).collect::<Vec<_>>();
+        assert_eq!(fired("a"), [false, true, false, false, false, false]);
+        assert_eq!(fired("b"), [false, false, true, false, false, true]);
+        assert_eq!(fired("c"), [true; 6]);
+        assert_eq!(fired("d"), [false; 6]);
+        assert_eq!(fired("unplanned"), [false; 6]);
+    }
+
+    #[test]
+    fn probabilities_are_seeded_and_reproducible() {
+        let plan = FaultPlan::parse("p=25%").expect("parse");
+        let draw = |seed| {
+            let f = Faults::new(&plan, seed);
+            (0..4000).filter(|_| f.check("p").is_some()).count()
+        };
+        assert_eq!(draw(7), draw(7));
+        let hits = draw(7);
+        assert!((850..1150).contains(&hits), "25% of 4000 gave {hits}");
+    }
+
+    #[test]
+    fn separate_plans_do_not_share_state() {
+        let plan = FaultPlan::parse("a=nth:1").expect("parse");
+        let (x, y) = (Faults::new(&plan, 0), Faults::new(&plan, 0));
+        assert!(x.check("a").is_some());
+        assert!(y.check("a").is_some(), "another plan's count must not move");
+    }
+
+    #[test]
+    fn recording_lists_points_passed() {
+        let f = Faults::recording(&FaultPlan::none(), 0);
+        f.check("open.db");
+        f.check("open.db");
+        f.check("close.marker");
+        assert_eq!(f.passed().into_iter().collect::<Vec<_>>(), [("close.marker".to_string(), 1), ("open.db".to_string(), 2)]);
+        assert!(Faults::none().check("x").is_none());
+    }
+
+    #[test]
+    fn matrix_has_singles_panics_and_pairs() {
+        let points: BTreeSet<String> = ["a", "b", "c"].iter().map(|s| s.to_string()).collect();
+        let plans = matrix_plans(&points);
+        assert_eq!(plans.len(), 3 * 3 + 3);
+    }
+}

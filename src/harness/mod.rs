@@ -1,0 +1,615 @@
+//! The cycle harness: drives a store through open / work / close cycles with injected faults,
+//! and after every cycle checks that every native resource was released and no data was lost.
+//!
+//! Users implement [`Lifecycle`] for their own store; the built-in [`reference`] store (feature
+//! `rocksdb`) is a segmented store modelled on Kafka Streams' window stores.
+
+#[cfg(feature = "rocksdb")]
+pub mod reference;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::ops::ControlFlow;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::PathBuf;
+use std::sync::Once;
+
+use serde::{Deserialize, Serialize};
+
+use crate::fault::{matrix_plans, FaultPlan, FaultPlanError, Faults};
+use crate::probe::jemalloc::ThreadCounters;
+use crate::probe::{ProbeError, RocksDbMemory, SampleSettle};
+use crate::verdict::{analyze, judge, AnalysisConfig, CycleSample, Rule, RunVerdict, Verdict};
+use crate::{LeakReport, Ledger, Probe, Sample, Settle};
+
+/// What a cycle's code gets: which cycle, the ledger to register handles in, the faults to check.
+#[derive(Debug, Clone, Copy)]
+pub struct CycleCtx<'a> {
+    /// 0-based cycle number.
+    pub cycle: u64,
+    /// The run's ledger.
+    pub ledger: &'a Ledger,
+    /// The run's fault plan in force.
+    pub faults: &'a Faults,
+}
+
+/// What the store's own checks found after a cycle (the harness runs them after close).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct Integrity {
+    /// Records whose presence was checked.
+    pub records_checked: u64,
+    /// Records covered by a committed offset but missing from the data: at-least-once broken.
+    pub lost_records: u64,
+    /// Malformed offset entries skipped by restore (reported, not a failure).
+    pub malformed_offsets_skipped: u64,
+    /// Valid offset entries that restore did not return.
+    pub offsets_dropped_by_restore: u64,
+    /// Stores that could not be reopened because a LOCK was still held.
+    pub locks_held: u64,
+    /// Stores that could not be reopened for another reason.
+    pub reopen_failures: u64,
+    /// Destroyed segment directories still on disk.
+    pub stale_dirs: u64,
+    /// Stores owned by no live task, or by more than one.
+    pub ownership_errors: u64,
+    /// Human-readable descriptions of the first problems.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub problems: Vec<String>,
+}
+
+impl Integrity {
+    /// Problems that break a guarantee (everything but skipped malformed entries).
+    pub fn violations(&self) -> u64 {
+        self.lost_records
+            + self.offsets_dropped_by_restore
+            + self.locks_held
+            + self.reopen_failures
+            + self.stale_dirs
+            + self.ownership_errors
+    }
+
+    /// Records a problem's description (the first 20 are kept).
+    pub fn problem(&mut self, text: impl Into<String>) {
+        if self.problems.len() < 20 {
+            self.problems.push(text.into());
+        }
+    }
+
+    /// Adds another report's counts.
+    pub fn merge(&mut self, other: Integrity) {
+        self.records_checked += other.records_checked;
+        self.lost_records += other.lost_records;
+        self.malformed_offsets_skipped += other.malformed_offsets_skipped;
+        self.offsets_dropped_by_restore += other.offsets_dropped_by_restore;
+        self.locks_held += other.locks_held;
+        self.reopen_failures += other.reopen_failures;
+        self.stale_dirs += other.stale_dirs;
+        self.ownership_errors += other.ownership_errors;
+        for p in other.problems {
+            self.problem(p);
+        }
+    }
+}
+
+/// A store the harness can drive. `open` makes a [`Lifecycle::Store`] (options, caches, DBs,
+/// column families, restored state), `work` uses it, `close` releases it and reports a close
+/// error. Long-lived state (a shared cache, the data directory, what was committed) lives in the
+/// implementing value across cycles.
+pub trait Lifecycle {
+    /// The open store.
+    type Store;
+    /// The store's error type.
+    type Error: fmt::Display;
+
+    /// Every fault point the store checks: plans naming others are rejected.
+    fn fault_points(&self) -> Vec<&'static str>;
+
+    /// Opens the store.
+    ///
+    /// # Errors
+    /// The store's error; nothing it made may stay allocated.
+    fn open(&mut self, ctx: &CycleCtx<'_>) -> Result<Self::Store, Self::Error>;
+
+    /// Does one cycle's work.
+    ///
+    /// # Errors
+    /// The store's error; the harness closes the store anyway.
+    fn work(&mut self, store: &mut Self::Store, ctx: &CycleCtx<'_>) -> Result<(), Self::Error>;
+
+    /// Closes the store, releasing everything whether or not a step fails.
+    ///
+    /// # Errors
+    /// The first close error.
+    fn close(&mut self, store: Self::Store, ctx: &CycleCtx<'_>) -> Result<(), Self::Error>;
+
+    /// Checks the store's data after close (reopen, offsets not ahead of data, no LOCK held).
+    fn check(&mut self, _ctx: &CycleCtx<'_>) -> Integrity {
+        Integrity::default()
+    }
+
+    /// The directory whose open files and maps must return to zero after close.
+    fn data_dir(&self) -> Option<PathBuf> {
+        None
+    }
+
+    /// Store instances (tasks x segments) opened per cycle, for the leak rate per instance.
+    fn instances_per_cycle(&self) -> u64 {
+        1
+    }
+
+    /// RocksDB's accounting of the long-lived objects (shared caches) alive between cycles.
+    fn rocksdb_memory(&self) -> Option<RocksDbMemory> {
+        None
+    }
+}
+
+/// How one phase of a cycle ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "outcome", content = "message", rename_all = "lowercase")]
+pub enum Phase {
+    /// It returned normally.
+    Ok,
+    /// It returned an error.
+    Error(String),
+    /// It panicked.
+    Panic(String),
+    /// It did not run (open failed).
+    Skipped,
+}
+
+/// What happened in one cycle.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct CycleRecord {
+    /// 0-based cycle number.
+    pub cycle: u64,
+    /// Open's outcome.
+    pub open: Phase,
+    /// Work's outcome.
+    pub work: Phase,
+    /// Close's outcome.
+    pub close: Phase,
+    /// Fault points that fired, with how many times each.
+    pub faults_fired: BTreeMap<String, u64>,
+    /// Undeclared live handles per kind after the cycle (exact, checked every cycle).
+    pub retained_handles: BTreeMap<String, u64>,
+    /// Swallowed close errors recorded by the ledger during the cycle.
+    pub swallowed_close_errors: usize,
+    /// The store's integrity check.
+    pub integrity: Integrity,
+}
+
+/// The harness's settings.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct HarnessConfig {
+    /// Cycles to run (a stop request from the observer ends the run earlier).
+    pub cycles: u64,
+    /// Take a settled memory sample every this many cycles (1: every cycle).
+    pub sample_every: u64,
+    /// Run the store's integrity check every this many cycles (0: never).
+    pub check_every: u64,
+    /// Settling before each memory sample.
+    pub settle: SampleSettle,
+    /// Settling before the per-cycle handle check.
+    pub handle_settle: Settle,
+    /// How the samples are judged.
+    pub analysis: AnalysisConfig,
+    /// The fault plan.
+    pub plan: FaultPlan,
+    /// Seed of the plan's probabilities.
+    pub seed: u64,
+}
+
+impl Default for HarnessConfig {
+    fn default() -> Self {
+        HarnessConfig {
+            cycles: 100,
+            sample_every: 1,
+            check_every: 1,
+            settle: SampleSettle::default(),
+            handle_settle: Settle {
+                timeout: std::time::Duration::from_millis(200),
+                ..Settle::default()
+            },
+            analysis: AnalysisConfig::default(),
+            plan: FaultPlan::none(),
+            seed: 0,
+        }
+    }
+}
+
+/// The harness could not start.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum HarnessError {
+    /// The plan names a point the store does not have.
+    #[error(transparent)]
+    Plan(#[from] FaultPlanError),
+    /// The store's data directory cannot be watched.
+    #[error(transparent)]
+    Probe(#[from] ProbeError),
+}
+
+/// A run's result: every cycle, the samples and the verdicts.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct HarnessReport {
+    /// Cycles run.
+    pub cycles_run: u64,
+    /// The fault plan, as text.
+    pub plan: String,
+    /// The seed.
+    pub seed: u64,
+    /// Before the first open.
+    pub baseline: Sample,
+    /// After the last close.
+    pub last: Sample,
+    /// One record per cycle.
+    pub records: Vec<CycleRecord>,
+    /// The settled samples (every `sample_every` cycles).
+    pub samples: Vec<CycleSample>,
+    /// The verdict per signal, integrity and swallowed close errors included.
+    pub verdict: RunVerdict,
+    /// The ledger's report after the last cycle.
+    pub ledger: LeakReport,
+}
+
+/// What the observer sees after each cycle.
+#[derive(Debug)]
+pub struct Progress<'a> {
+    /// The cycle just finished.
+    pub record: &'a CycleRecord,
+    /// Its sample, if one was taken.
+    pub sample: Option<&'a CycleSample>,
+    /// Every sample so far.
+    pub samples: &'a [CycleSample],
+}
+
+static QUIET_INJECTED_PANICS: Once = Once::new();
+
+/// Injected panics are expected: keep them out of stderr, pass every other panic on.
+fn quiet_injected_panics() {
+    QUIET_INJECTED_PANICS.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            let msg = info
+                .payload()
+                .downcast_ref::<String>()
+                .map(String::as_str)
+                .or_else(|| info.payload().downcast_ref::<&str>().copied())
+                .unwrap_or("");
+            if !msg.starts_with("leakcheck: injected panic") {
+                previous(info);
+            }
+        }));
+    });
+}
+
+type Payload = Box<dyn std::any::Any + Send>;
+
+/// A phase's raw outcome, holding what the store produced (its error, a panic's payload) so
+/// that it can be described by the bookkeeping and dropped by the store side.
+enum Raw<E> {
+    Ok,
+    Err(E),
+    Panic(Payload),
+    Skipped,
+}
+
+fn raw<E>(f: impl FnOnce() -> Result<(), E>) -> Raw<E> {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(Ok(())) => Raw::Ok,
+        Ok(Err(e)) => Raw::Err(e),
+        Err(p) => Raw::Panic(p),
+    }
+}
+
+fn panic_text(payload: &Payload) -> String {
+    payload
+        .downcast_ref::<String>()
+        .cloned()
+        .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_else(|| "panic with a non-string payload".to_string())
+}
+
+fn describe<E: fmt::Display>(r: &Raw<E>) -> Phase {
+    match r {
+        Raw::Ok => Phase::Ok,
+        Raw::Err(e) => Phase::Error(e.to_string()),
+        Raw::Panic(p) => Phase::Panic(panic_text(p)),
+        Raw::Skipped => Phase::Skipped,
+    }
+}
+
+/// The harness's own heap use on its thread: per-cycle records and samples grow with the run,
+/// and would otherwise look like a leak of the store under test. Every bookkeeping step runs
+/// inside [`Bookkeeping::track`], which adds what it retained (jemalloc's per-thread allocated
+/// minus deallocated); the samples carry the total so the verdict can subtract it. Objects the
+/// store made (its errors, panic payloads, integrity reports) are described inside `track` but
+/// dropped outside it, so their release is not mistaken for the harness's.
+struct Bookkeeping {
+    counters: Option<ThreadCounters>,
+    net: i64,
+}
+
+impl Bookkeeping {
+    fn new() -> Self {
+        Bookkeeping { counters: ThreadCounters::current().ok(), net: 0 }
+    }
+
+    fn track<T>(&mut self, f: impl FnOnce() -> T) -> T {
+        let before = self.counters.as_ref().map(ThreadCounters::net);
+        let out = f();
+        if let (Some(c), Some(b)) = (&self.counters, before) {
+            self.net += c.net() - b;
+        }
+        out
+    }
+
+    fn bytes(&self) -> Option<i64> {
+        self.counters.as_ref().map(|_| self.net)
+    }
+}
+
+/// Drives [`Lifecycle`]s.
+#[derive(Debug, Clone, Default)]
+pub struct Harness {
+    /// Settings.
+    pub config: HarnessConfig,
+}
+
+impl Harness {
+    /// A harness with these settings.
+    pub fn new(config: HarnessConfig) -> Self {
+        Harness { config }
+    }
+
+    /// Runs the configured cycles.
+    ///
+    /// # Errors
+    /// When the plan names an unknown point or the data directory cannot be watched.
+    pub fn run<L: Lifecycle>(&self, store: &mut L, ledger: &Ledger) -> Result<HarnessReport, HarnessError> {
+        self.run_observed(store, ledger, |_| ControlFlow::Continue(()))
+    }
+
+    /// Runs the configured cycles, calling `observe` after each; it may stop the run early.
+    ///
+    /// # Errors
+    /// When the plan names an unknown point or the data directory cannot be watched.
+    pub fn run_observed<L: Lifecycle>(
+        &self,
+        store: &mut L,
+        ledger: &Ledger,
+        mut observe: impl FnMut(&Progress<'_>) -> ControlFlow<()>,
+    ) -> Result<HarnessReport, HarnessError> {
+        let cfg = &self.config;
+        cfg.plan.validate(&store.fault_points())?;
+        quiet_injected_panics();
+        let faults = Faults::new(&cfg.plan, cfg.seed);
+        let probe = match store.data_dir() {
+            Some(dir) => Probe::new().watch_dir(dir)?,
+            None => Probe::new(),
+        };
+        let with_rocksdb = |store: &L, mut s: Sample| {
+            s.rocksdb = store.rocksdb_memory();
+            s
+        };
+        let mut bk = Bookkeeping::new();
+        let mut swallowed_total = bk.track(|| ledger.report().swallowed_close_errors.len());
+        let mut records = bk.track(|| Vec::with_capacity(cfg.cycles.min(1 << 20) as usize));
+        let mut samples = bk.track(|| Vec::with_capacity((cfg.cycles / cfg.sample_every.max(1)).min(1 << 20) as usize));
+        let mut baseline = with_rocksdb(store, probe.settled_sample(cfg.settle).sample);
+        baseline.bookkeeping_bytes = bk.bytes();
+        for cycle in 0..cfg.cycles {
+            let record = run_cycle(store, ledger, &faults, cycle, cfg, &mut swallowed_total, &mut bk);
+            if cycle % cfg.sample_every.max(1) == 0 {
+                let settled = probe.settled_sample(cfg.settle);
+                let mut s = with_rocksdb(store, settled.sample);
+                s.bookkeeping_bytes = bk.bytes();
+                let sample = bk.track(|| CycleSample::new(cycle, s, record.retained_handles.clone(), settled.settled));
+                bk.track(|| samples.push(sample));
+            }
+            bk.track(|| records.push(record));
+            let stop = bk.track(|| {
+                let progress = Progress {
+                    record: records.last().expect("just pushed"),
+                    sample: samples.last().filter(|s| s.cycle == cycle),
+                    samples: &samples,
+                };
+                observe(&progress).is_break()
+            });
+            if stop {
+                break;
+            }
+        }
+        let mut last = with_rocksdb(store, probe.settled_sample(cfg.settle).sample);
+        last.bookkeeping_bytes = bk.bytes();
+        let mut analysis = cfg.analysis;
+        analysis.instances_per_cycle = store.instances_per_cycle();
+        let verdict = verdict_of(&records, &samples, &baseline, &last, &analysis);
+        Ok(HarnessReport {
+            cycles_run: records.len() as u64,
+            plan: cfg.plan.to_string(),
+            seed: cfg.seed,
+            baseline,
+            last,
+            records,
+            samples,
+            verdict,
+            ledger: ledger.report(),
+        })
+    }
+
+    /// The automatic fault matrix: one recording cycle finds every fault point a clean cycle
+    /// passes; then one cycle per plan of [`matrix_plans`] (each point failing always, on its 2nd
+    /// call, or panicking; each pair failing), each checked for zero retained handles, no
+    /// swallowed close error and intact data.
+    pub fn fault_matrix<L: Lifecycle>(&self, store: &mut L, ledger: &Ledger) -> MatrixReport {
+        quiet_injected_panics();
+        let cfg = &self.config;
+        let recorder = Faults::recording(&FaultPlan::none(), cfg.seed);
+        let mut swallowed_total = ledger.report().swallowed_close_errors.len();
+        let mut bk = Bookkeeping::new();
+        let discovery = run_cycle(store, ledger, &recorder, 0, cfg, &mut swallowed_total, &mut bk);
+        let points: BTreeSet<String> = recorder.passed().into_keys().collect();
+        let mut entries = Vec::new();
+        for (i, plan) in matrix_plans(&points).into_iter().enumerate() {
+            let faults = Faults::new(&plan, cfg.seed);
+            let record = run_cycle(store, ledger, &faults, i as u64 + 1, cfg, &mut swallowed_total, &mut bk);
+            entries.push(MatrixEntry { plan: plan.to_string(), clean: record_clean(&record), record });
+        }
+        MatrixReport { points: points.into_iter().collect(), discovery, entries }
+    }
+}
+
+fn record_clean(r: &CycleRecord) -> bool {
+    r.retained_handles.is_empty() && r.swallowed_close_errors == 0 && r.integrity.violations() == 0
+}
+
+fn run_cycle<L: Lifecycle>(
+    store: &mut L,
+    ledger: &Ledger,
+    faults: &Faults,
+    cycle: u64,
+    cfg: &HarnessConfig,
+    swallowed_total: &mut usize,
+    bk: &mut Bookkeeping,
+) -> CycleRecord {
+    let ctx = CycleCtx { cycle, ledger, faults };
+    let mut work = Raw::Skipped;
+    let mut close = Raw::Skipped;
+    let open = match catch_unwind(AssertUnwindSafe(|| store.open(&ctx))) {
+        Ok(Ok(mut opened)) => {
+            work = raw(|| store.work(&mut opened, &ctx));
+            // Close runs whatever work did: it is the release path.
+            close = raw(|| store.close(opened, &ctx));
+            Raw::Ok
+        }
+        Ok(Err(e)) => Raw::Err(e),
+        Err(p) => Raw::Panic(p),
+    };
+    let phases = bk.track(|| (describe(&open), describe(&work), describe(&close)));
+    drop((open, work, close));
+    let retained_handles = bk.track(|| {
+        cfg.handle_settle
+            .retry(|| {
+                let r = ledger.retained_counts();
+                if r.is_empty() {
+                    Ok(r)
+                } else {
+                    Err(r)
+                }
+            })
+            .unwrap_or_else(|r| r)
+    });
+    let checked = (cfg.check_every > 0 && cycle.is_multiple_of(cfg.check_every))
+        .then(|| catch_unwind(AssertUnwindSafe(|| store.check(&ctx))));
+    let integrity = bk.track(|| match &checked {
+        None => Integrity::default(),
+        Some(Ok(i)) => i.clone(),
+        Some(Err(p)) => {
+            let mut i = Integrity { reopen_failures: 1, ..Integrity::default() };
+            i.problem(format!("integrity check panicked: {}", panic_text(p)));
+            i
+        }
+    });
+    drop(checked);
+    bk.track(|| {
+        let swallowed_now = ledger.report().swallowed_close_errors.len();
+        let swallowed_close_errors = swallowed_now.saturating_sub(*swallowed_total);
+        *swallowed_total = swallowed_now;
+        let (open, work, close) = phases;
+        CycleRecord {
+            cycle,
+            open,
+            work,
+            close,
+            faults_fired: faults.take_fired(),
+            retained_handles,
+            swallowed_close_errors,
+            integrity,
+        }
+    })
+}
+
+fn verdict_of(
+    records: &[CycleRecord],
+    samples: &[CycleSample],
+    baseline: &Sample,
+    last: &Sample,
+    analysis: &AnalysisConfig,
+) -> RunVerdict {
+    let mut v = analyze(samples, Some(baseline), Some(last), analysis);
+    // Handles are exact and checked every cycle, not only on sampled ones.
+    v.signals.retain(|s| !s.signal.starts_with("live_handles."));
+    let kinds: BTreeSet<&String> = records.iter().flat_map(|r| r.retained_handles.keys()).collect();
+    let exact = Rule::Exact { expected: 0.0 };
+    let mut extra = Vec::new();
+    extra.push(judge("live_handles", "handles", &records.iter().map(|r| Some(r.retained_handles.values().sum::<u64>() as f64)).collect::<Vec<_>>(), exact, 0));
+    for kind in kinds {
+        let values: Vec<Option<f64>> =
+            records.iter().map(|r| Some(r.retained_handles.get(kind).copied().unwrap_or(0) as f64)).collect();
+        extra.push(judge(&format!("live_handles.{kind}"), "handles", &values, exact, 0));
+    }
+    extra.push(judge(
+        "swallowed_close_errors",
+        "errors",
+        &records.iter().map(|r| Some(r.swallowed_close_errors as f64)).collect::<Vec<_>>(),
+        exact,
+        0,
+    ));
+    extra.push(judge(
+        "integrity",
+        "violations",
+        &records.iter().map(|r| Some(r.integrity.violations() as f64)).collect::<Vec<_>>(),
+        exact,
+        0,
+    ));
+    for s in extra {
+        v.verdict = v.verdict.worst(s.verdict);
+        v.signals.push(s);
+    }
+    v
+}
+
+/// One plan of the fault matrix and what its cycle left behind.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct MatrixEntry {
+    /// The plan.
+    pub plan: String,
+    /// Zero retained handles, no swallowed close error, intact data.
+    pub clean: bool,
+    /// The cycle.
+    pub record: CycleRecord,
+}
+
+/// The fault matrix's result.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct MatrixReport {
+    /// Fault points a clean cycle passes.
+    pub points: Vec<String>,
+    /// The clean recording cycle.
+    pub discovery: CycleRecord,
+    /// One entry per plan.
+    pub entries: Vec<MatrixEntry>,
+}
+
+impl MatrixReport {
+    /// Plans whose cycle was not clean.
+    pub fn failures(&self) -> Vec<&MatrixEntry> {
+        self.entries.iter().filter(|e| !e.clean).collect()
+    }
+
+    /// The matrix's verdict: clean when the discovery cycle and every entry are.
+    pub fn verdict(&self) -> Verdict {
+        if record_clean(&self.discovery) && self.failures().is_empty() {
+            Verdict::Clean
+        } else {
+            Verdict::Leak
+        }
+    }
+}

@@ -1,0 +1,944 @@
+//! The reference segmented store: the built-in store `leakcheck check` runs, modelled on Kafka
+//! Streams' segmented window stores.
+//!
+//! - T tasks, each owning a store of S live time segments. A segment is one RocksDB instance in its
+//!   own directory with a `data` column family (block cache and write buffer manager shared per
+//!   task, declared shared in the ledger) and an `offsets` column family with its own light
+//!   options (no block cache: the Kafka 4.3.1 fix). Migrating tasks hold `data_old`, `data` and
+//!   `offsets` (the dual accessor).
+//! - Each cycle a task restores its committed offsets, processes records, writes them to the
+//!   segment their timestamp falls in (rolling to new segments as stream time advances, closing
+//!   and destroying segments past the retention), commits offsets only after the data is written
+//!   (at-least-once), and scans a recent window across segments with iterators.
+//! - Close writes a closed-state marker into every segment's offsets column family, then releases
+//!   every handle whether or not that write failed, and returns the error.
+//! - Tasks move between worker threads from cycle to cycle (a rebalance).
+//! - After each cycle, [`Lifecycle::check`] reopens every live segment: no LOCK may still be held,
+//!   committed offsets must not be ahead of the data, restore must return every valid offset
+//!   entry (skipping a malformed one), and destroyed segments must be gone.
+//!
+//! The planted-leak catalog (`leak-tests/`) plants one bug at a time into this store through
+//! [`Variant`]; [`Variant::Correct`] is the store itself.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use rocksdb::{IteratorMode, MultiThreaded};
+
+use super::{CycleCtx, Integrity, Lifecycle};
+use crate::ledger::lock;
+use crate::probe::RocksDbMemory;
+use crate::tracked::{
+    TrackedBlockBasedOptions, TrackedCache, TrackedCfDescriptor, TrackedDb, TrackedOptions, TrackedWriteBatch,
+    TrackedWriteBufferManager, TrackedWriteOptions,
+};
+use crate::{owner_scope, Ledger};
+
+type Db = TrackedDb<MultiThreaded>;
+
+/// Column family names.
+const DATA: &str = "data";
+const DATA_OLD: &str = "data_old";
+const OFFSETS: &str = "offsets";
+/// The closed-state marker's key in the offsets column family.
+const CLOSED_MARKER: &[u8] = b"closed";
+/// Offset entries are `offset/<partition>` -> next offset (8 bytes, big-endian).
+const OFFSET_PREFIX: &[u8] = b"offset/";
+/// A malformed entry sorts before every valid one (`!` < `0`), in the middle of restore's batch.
+const MALFORMED_KEY: &[u8] = b"offset/!bad";
+
+/// Every fault point the reference store checks.
+pub const FAULT_POINTS: [&str; 10] = [
+    "open.options",
+    "open.db",
+    "open.restore",
+    "work.roll",
+    "work.write",
+    "work.commit",
+    "work.malformed",
+    "work.scan",
+    "close.marker",
+    "close.flush",
+];
+
+/// One planted bug (for the leak-test catalog), or none.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+#[non_exhaustive]
+pub enum Variant {
+    /// The store as it should be.
+    #[default]
+    Correct,
+    /// The offsets column family's options are created through the tracked wrappers and never
+    /// owned by anyone (KAFKA-20616's first leak).
+    OffsetsOptionsUnownedTracked,
+    /// The same, through raw librocksdb-sys calls with no wrapper: only the bytes signal sees it.
+    OffsetsOptionsUnownedRaw,
+    /// A failed close-time marker write skips the release of the segment (KAFKA-20616's second).
+    MarkerFailureSkipsRelease,
+    /// A migrating segment releases only the first of its three column-family references when the
+    /// marker write fails.
+    MigratingReleasesFirstOnly,
+    /// A failure during open, after the options were made, leaks them.
+    OpenFailureLeaksOptions,
+    /// A range-scan iterator is never released (KAFKA-19748's class).
+    ScanIteratorLeak,
+    /// A segment DB is never closed: LOCK held, SST files open and mapped.
+    SegmentNeverClosed,
+    /// Each segment makes a private 8 MiB cache instead of using the declared shared one.
+    PrivateCachePerSegment,
+    /// A registry of segments that is never pruned: everything reachable, nothing freed.
+    UnprunedRegistry,
+    /// A close error swallowed.
+    SwallowedCloseError,
+    /// Offsets committed before the data write succeeded (KAFKA-19479).
+    CommitBeforeWrite,
+    /// Restore drops the rest of a batch after one malformed offset entry (KAFKA-15800).
+    RestoreDropsBatch,
+    /// A raw C allocation of 1 KiB per cycle with no handle at all.
+    RawMallocPerCycle,
+}
+
+/// The reference store's settings.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct ReferenceConfig {
+    /// Where the tasks' segment directories live.
+    pub dir: PathBuf,
+    /// Tasks (T).
+    pub tasks: u32,
+    /// Live segments per task (S): the retention, in segments.
+    pub segments: u32,
+    /// Input partitions per task.
+    pub partitions: u32,
+    /// Records per partition per cycle.
+    pub records_per_cycle: u32,
+    /// Stream time per segment. With one time unit per record, a new segment starts every
+    /// `segment_interval / records_per_cycle` cycles.
+    pub segment_interval: u64,
+    /// Odd-numbered tasks use the migrating (dual column family) layout.
+    pub migrating: bool,
+    /// Worker threads the tasks are spread over (rotated every cycle).
+    pub workers: u32,
+    /// Shared block cache per task.
+    pub cache_bytes: usize,
+    /// Shared write buffer manager per task.
+    pub write_buffer_bytes: usize,
+    /// The planted bug, if any.
+    pub variant: Variant,
+}
+
+impl ReferenceConfig {
+    /// Defaults for a store under `dir`: 2 tasks x 3 segments, 2 partitions, 10 records per
+    /// partition per cycle, a new segment every 5 cycles, migrating odd tasks, 2 workers.
+    pub fn new(dir: impl Into<PathBuf>) -> Self {
+        ReferenceConfig {
+            dir: dir.into(),
+            tasks: 2,
+            segments: 3,
+            partitions: 2,
+            records_per_cycle: 10,
+            segment_interval: 50,
+            migrating: true,
+            workers: 2,
+            cache_bytes: 8 << 20,
+            write_buffer_bytes: 4 << 20,
+            variant: Variant::Correct,
+        }
+    }
+
+    fn is_migrating(&self, task: u32) -> bool {
+        self.migrating && task % 2 == 1
+    }
+}
+
+/// The reference store's errors.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// A RocksDB call failed.
+    #[error("task {task} segment {segment}: {what}: {source}")]
+    RocksDb {
+        /// The task.
+        task: u32,
+        /// The segment.
+        segment: u64,
+        /// What was being done.
+        what: &'static str,
+        /// RocksDB's error.
+        source: rocksdb::Error,
+    },
+    /// A fault was injected where no real RocksDB error can be provoked.
+    #[error("task {task}: injected failure at {point}")]
+    Injected {
+        /// The task.
+        task: u32,
+        /// The fault point.
+        point: &'static str,
+    },
+    /// A file system operation failed.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The path.
+        path: PathBuf,
+        /// The error.
+        source: std::io::Error,
+    },
+    /// A task's store is already open on another worker.
+    #[error("task {task}: store already owned by worker {other}")]
+    Ownership {
+        /// The task.
+        task: u32,
+        /// The worker that owns it.
+        other: u32,
+    },
+    /// A segment lacks a column family it must have.
+    #[error("task {task} segment {segment}: column family {name} missing")]
+    MissingCf {
+        /// The task.
+        task: u32,
+        /// The segment.
+        segment: u64,
+        /// The column family.
+        name: &'static str,
+    },
+}
+
+/// A segment: one RocksDB instance.
+struct Segment {
+    id: u64,
+    db: Db,
+    /// The DB options, owned by the segment until it closes (as Kafka's store owns its options).
+    _db_options: TrackedOptions,
+}
+
+/// A task's claim on its store: exactly one live claim per open task store. Dropping the store
+/// (closing it, or unwinding past it) drops the claim; a claim left after close is an orphan.
+struct OwnerClaim {
+    owners: Arc<Mutex<BTreeMap<u32, u32>>>,
+    task: u32,
+}
+
+impl Drop for OwnerClaim {
+    fn drop(&mut self) {
+        lock(&self.owners).remove(&self.task);
+    }
+}
+
+/// One task's open store.
+pub struct TaskStore {
+    _claim: OwnerClaim,
+    task: u32,
+    segments: BTreeMap<u64, Segment>,
+    restored: BTreeMap<u32, u64>,
+    malformed_skipped: u64,
+}
+
+/// The open stores of every task, one cycle long.
+pub struct OpenStores {
+    tasks: Vec<TaskStore>,
+}
+
+/// Per-task state that outlives a cycle.
+struct TaskState {
+    /// Offsets known to be committed durably, per partition: the truth restore must return.
+    committed: BTreeMap<u32, u64>,
+    /// Segments alive on disk.
+    live: BTreeSet<u64>,
+    /// Segments destroyed; their directories must be gone.
+    destroyed: BTreeSet<u64>,
+    /// The task's block cache, shared by its segments' data column families (declared shared).
+    cache: TrackedCache,
+    /// The task's write buffer manager, shared by its segments (declared shared).
+    write_buffers: TrackedWriteBufferManager,
+}
+
+/// Things the planted bugs keep alive on purpose: they model a process that lost track of them.
+#[derive(Default)]
+struct Planted {
+    raw_options: Vec<usize>,
+    raw_mallocs: Vec<usize>,
+    registry: Vec<Segment>,
+}
+
+/// The reference segmented store.
+pub struct ReferenceStore {
+    config: ReferenceConfig,
+    tasks: Vec<TaskState>,
+    /// Which worker owns which task's open store.
+    owners: Arc<Mutex<BTreeMap<u32, u32>>>,
+    planted: Mutex<Planted>,
+}
+
+impl fmt::Debug for ReferenceStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ReferenceStore").field("config", &self.config).finish_non_exhaustive()
+    }
+}
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> StoreError + '_ {
+    move |source| StoreError::Io { path: path.to_path_buf(), source }
+}
+
+impl ReferenceStore {
+    /// A store in `config.dir` (created if missing). Makes each task's shared block cache and
+    /// write buffer manager now and declares them shared in `ledger`: they live as long as the
+    /// store value.
+    ///
+    /// # Errors
+    /// When the directory cannot be created.
+    pub fn new(config: ReferenceConfig, ledger: &Ledger) -> Result<Self, StoreError> {
+        std::fs::create_dir_all(&config.dir).map_err(io(&config.dir))?;
+        let tasks = (0..config.tasks)
+            .map(|t| {
+                let _owner = owner_scope(format!("task 0_{t}"));
+                let cache = TrackedCache::new_lru(ledger, config.cache_bytes);
+                let write_buffers = TrackedWriteBufferManager::new_with_cache(ledger, config.write_buffer_bytes, false, &cache);
+                ledger.declare_shared(cache.token());
+                ledger.declare_shared(write_buffers.token());
+                TaskState {
+                    committed: BTreeMap::new(),
+                    live: BTreeSet::new(),
+                    destroyed: BTreeSet::new(),
+                    cache,
+                    write_buffers,
+                }
+            })
+            .collect();
+        Ok(ReferenceStore { config, tasks, owners: Arc::default(), planted: Mutex::new(Planted::default()) })
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &ReferenceConfig {
+        &self.config
+    }
+
+    fn segment_dir(&self, task: u32, segment: u64) -> PathBuf {
+        self.config.dir.join(format!("task_0_{task}")).join(format!("segment_{segment}"))
+    }
+
+    fn segment_of(&self, offset: u64) -> u64 {
+        offset / self.config.segment_interval
+    }
+
+    /// Options of one segment: DB options (with the shared write buffer manager) and the column
+    /// family descriptors (data with the shared block cache; offsets with light options of its
+    /// own and no block cache).
+    fn segment_options(&self, ledger: &Ledger, task: u32) -> (TrackedOptions, Vec<TrackedCfDescriptor>) {
+        let state = &self.tasks[task as usize];
+        let mut db = TrackedOptions::new(ledger);
+        db.create_if_missing(true);
+        db.create_missing_column_families(true);
+        db.set_keep_log_file_num(1);
+        db.set_allow_mmap_reads(true);
+        db.set_write_buffer_manager(&state.write_buffers);
+
+        let data_cf = |ledger: &Ledger| {
+            let mut table = TrackedBlockBasedOptions::new(ledger);
+            if self.config.variant == Variant::PrivateCachePerSegment {
+                // Planted: a private cache per segment instead of the declared shared one.
+                let private = TrackedCache::new_lru(ledger, 8 << 20);
+                table.set_block_cache(&private);
+            } else {
+                table.set_block_cache(&state.cache);
+            }
+            let mut o = TrackedOptions::new(ledger);
+            o.set_block_based_table_factory(&table);
+            o
+        };
+        let mut cfs = Vec::new();
+        if self.config.is_migrating(task) {
+            cfs.push(TrackedCfDescriptor::new(DATA_OLD, data_cf(ledger)));
+        }
+        cfs.push(TrackedCfDescriptor::new(DATA, data_cf(ledger)));
+        cfs.push(TrackedCfDescriptor::new(OFFSETS, self.offsets_options(ledger)));
+        (db, cfs)
+    }
+
+    /// The offsets column family's own light options: small memtable, no block cache.
+    fn offsets_options(&self, ledger: &Ledger) -> TrackedOptions {
+        let mut table = TrackedBlockBasedOptions::new(ledger);
+        table.disable_cache();
+        let mut o = TrackedOptions::new(ledger);
+        o.set_write_buffer_size(256 << 10);
+        o.set_block_based_table_factory(&table);
+        match self.config.variant {
+            Variant::OffsetsOptionsUnownedTracked => {
+                // Planted (KAFKA-20616): options made for the offsets CF, handed to nobody.
+                std::mem::forget(TrackedOptions::new(ledger));
+            }
+            Variant::OffsetsOptionsUnownedRaw => {
+                // Planted: the same through raw librocksdb-sys, with no wrapper to see it.
+                // SAFETY: creates a native options object that is deliberately never destroyed.
+                let raw = unsafe { librocksdb_sys::rocksdb_options_create() };
+                lock(&self.planted).raw_options.push(raw as usize);
+            }
+            _ => {}
+        }
+        o
+    }
+
+    fn open_segment(&self, ctx: &CycleCtx<'_>, task: u32, id: u64) -> Result<Segment, StoreError> {
+        let _owner = owner_scope(format!("segment {id}"));
+        let (mut db_options, cfs) = self.segment_options(ctx.ledger, task);
+        if ctx.faults.check_error("open.options") {
+            if self.config.variant == Variant::OpenFailureLeaksOptions {
+                // Planted: the error path forgets what it made so far.
+                std::mem::forget(db_options);
+                std::mem::forget(cfs);
+            }
+            return Err(StoreError::Injected { task, point: "open.options" });
+        }
+        let path = self.segment_dir(task, id);
+        if ctx.faults.check_error("open.db") {
+            // A real open error: demand the opposite of what is on disk.
+            if path.join("CURRENT").exists() {
+                db_options.set_error_if_exists(true);
+            } else {
+                db_options.create_if_missing(false);
+            }
+        }
+        let db = Db::open_cf_descriptors(&db_options, &path, cfs)
+            .map_err(|source| StoreError::RocksDb { task, segment: id, what: "open", source })?;
+        Ok(Segment { id, db, _db_options: db_options })
+    }
+
+    /// Reads a segment's offset entries: valid ones into `out` (keeping the highest per
+    /// partition), malformed ones skipped and counted.
+    fn restore_segment(&self, task: u32, seg: &Segment, out: &mut BTreeMap<u32, u64>) -> Result<u64, StoreError> {
+        let cf = seg.cf(task, OFFSETS)?;
+        let mut malformed = 0;
+        for item in seg.db.iterator_cf(&cf, IteratorMode::Start) {
+            let (key, value) =
+                item.map_err(|source| StoreError::RocksDb { task, segment: seg.id, what: "restore", source })?;
+            if &*key == CLOSED_MARKER {
+                continue;
+            }
+            match parse_offset(&key, &value) {
+                Some((p, next)) => {
+                    let e = out.entry(p).or_insert(0);
+                    *e = (*e).max(next);
+                }
+                None => {
+                    malformed += 1;
+                    if self.config.variant == Variant::RestoreDropsBatch {
+                        // Planted (KAFKA-15800): the exception aborts the rest of the batch.
+                        break;
+                    }
+                }
+            }
+        }
+        Ok(malformed)
+    }
+
+    fn open_task(&self, ctx: &CycleCtx<'_>, task: u32, worker: u32) -> Result<TaskStore, StoreError> {
+        let _owner = owner_scope(format!("task 0_{task}"));
+        let state = &self.tasks[task as usize];
+        if let Some(other) = lock(&self.owners).insert(task, worker) {
+            return Err(StoreError::Ownership { task, other });
+        }
+        let claim = OwnerClaim { owners: self.owners.clone(), task };
+        let mut store =
+            TaskStore { _claim: claim, task, segments: BTreeMap::new(), restored: BTreeMap::new(), malformed_skipped: 0 };
+        for &id in &state.live {
+            let seg = self.open_segment(ctx, task, id)?;
+            store.segments.insert(id, seg);
+        }
+        if ctx.faults.check_error("open.restore") {
+            return Err(StoreError::Injected { task, point: "open.restore" });
+        }
+        for seg in store.segments.values() {
+            store.malformed_skipped += self.restore_segment(task, seg, &mut store.restored)?;
+        }
+        Ok(store)
+    }
+
+    fn work_task(&self, ctx: &CycleCtx<'_>, store: &mut TaskStore) -> Result<TaskProgress, StoreError> {
+        let task = store.task;
+        let _owner = owner_scope(format!("task 0_{task}"));
+        let mut progress = TaskProgress::default();
+        let sync_without_wal = || {
+            // A real write error: RocksDB rejects a synced write with the WAL disabled.
+            let mut w = TrackedWriteOptions::new(ctx.ledger);
+            w.set_sync(true);
+            w.disable_wal(true);
+            w
+        };
+        let normal = TrackedWriteOptions::new(ctx.ledger);
+        for p in 0..self.config.partitions {
+            let start = store.restored.get(&p).copied().unwrap_or(0);
+            let end = start + u64::from(self.config.records_per_cycle);
+            // Group the partition's records by the segment their timestamp falls in.
+            let mut by_segment: BTreeMap<u64, TrackedWriteBatch> = BTreeMap::new();
+            for offset in start..end {
+                let id = self.segment_of(offset);
+                if let std::collections::btree_map::Entry::Vacant(slot) = store.segments.entry(id) {
+                    if ctx.faults.check_error("work.roll") {
+                        // A real error: opening a fresh segment that must already exist.
+                        let path = self.segment_dir(task, id);
+                        let mut o = TrackedOptions::new(ctx.ledger);
+                        o.create_if_missing(false);
+                        let err = match Db::open(&o, &path) {
+                            Err(source) => StoreError::RocksDb { task, segment: id, what: "roll", source },
+                            Ok(_) => StoreError::Injected { task, point: "work.roll" },
+                        };
+                        return Err(err);
+                    }
+                    slot.insert(self.open_segment(ctx, task, id)?);
+                    progress.created.insert(id);
+                }
+                let seg = &store.segments[&id];
+                let batch = by_segment.entry(id).or_insert_with(|| TrackedWriteBatch::new(ctx.ledger));
+                batch.put_cf(&seg.cf(task, DATA)?, data_key(p, offset), [0x5a; 100]);
+            }
+            let latest = *store.segments.keys().next_back().unwrap_or(&self.segment_of(start));
+            let commit = |store: &TaskStore| -> Result<(), StoreError> {
+                let seg = &store.segments[&latest];
+                let cf = seg.cf(task, OFFSETS)?;
+                let w = if ctx.faults.check_error("work.commit") { sync_without_wal() } else { TrackedWriteOptions::new(ctx.ledger) };
+                seg.db
+                    .put_cf_opt(&cf, offset_key(p), end.to_be_bytes(), &w)
+                    .map_err(|source| StoreError::RocksDb { task, segment: latest, what: "commit", source })
+            };
+            if self.config.variant == Variant::CommitBeforeWrite {
+                // Planted (KAFKA-19479): progress claimed before the output is written.
+                commit(store)?;
+                progress.committed.insert(p, end);
+            }
+            for (id, batch) in by_segment {
+                let w = if ctx.faults.check_error("work.write") { sync_without_wal() } else { TrackedWriteOptions::new(ctx.ledger) };
+                store.segments[&id]
+                    .db
+                    .write_opt(batch, &w)
+                    .map_err(|source| StoreError::RocksDb { task, segment: id, what: "write", source })?;
+            }
+            if self.config.variant != Variant::CommitBeforeWrite {
+                commit(store)?;
+                progress.committed.insert(p, end);
+            }
+            store.restored.insert(p, end);
+        }
+        if ctx.faults.check_error("work.malformed") {
+            // Injected corruption: a malformed entry in the middle of restore's batch.
+            let latest = *store.segments.keys().next_back().unwrap_or(&0);
+            if let Some(seg) = store.segments.get(&latest) {
+                seg.db
+                    .put_cf_opt(&seg.cf(task, OFFSETS)?, MALFORMED_KEY, [1, 2, 3], &normal)
+                    .map_err(|source| StoreError::RocksDb { task, segment: latest, what: "malformed", source })?;
+            }
+        }
+        self.scan(ctx, store)?;
+        progress.scanned = true;
+        // Retention: segments that fell out of the window are closed and destroyed.
+        let newest = *store.segments.keys().next_back().unwrap_or(&0);
+        let keep_from = newest.saturating_sub(u64::from(self.config.segments) - 1);
+        let expired: Vec<u64> = store.segments.keys().copied().filter(|&id| id < keep_from).collect();
+        for id in expired {
+            if let Some(seg) = store.segments.remove(&id) {
+                let path = self.segment_dir(task, id);
+                let opts = TrackedOptions::new(ctx.ledger);
+                if self.config.variant == Variant::UnprunedRegistry {
+                    // Planted: the expired segment stays in a registry that is never pruned.
+                    lock(&self.planted).registry.push(seg);
+                } else {
+                    seg.db.close().into_result().map_err(|source| StoreError::RocksDb { task, segment: id, what: "close expired", source })?;
+                    drop(seg._db_options);
+                }
+                let _ = Db::destroy(&opts, &path);
+                std::fs::remove_dir_all(&path).or_else(|e| if e.kind() == std::io::ErrorKind::NotFound { Ok(()) } else { Err(e) }).map_err(io(&path))?;
+                progress.destroyed.insert(id);
+            }
+        }
+        Ok(progress)
+    }
+
+    /// A range scan over the most recent records, across every live segment.
+    fn scan(&self, ctx: &CycleCtx<'_>, store: &TaskStore) -> Result<u64, StoreError> {
+        let task = store.task;
+        let mut iterators = Vec::new();
+        for seg in store.segments.values().rev().take(2) {
+            iterators.push((seg.id, seg.db.iterator_cf(&seg.cf(task, DATA)?, IteratorMode::End)));
+        }
+        if ctx.faults.check_error("work.scan") {
+            // The scan fails after its iterators were made: they must still be released.
+            return Err(StoreError::Injected { task, point: "work.scan" });
+        }
+        let mut seen = 0;
+        for (id, it) in iterators.iter_mut() {
+            for item in it.by_ref().take(8) {
+                item.map_err(|source| StoreError::RocksDb { task, segment: *id, what: "scan", source })?;
+                seen += 1;
+            }
+        }
+        if self.config.variant == Variant::ScanIteratorLeak {
+            // Planted (KAFKA-19748's class): one iterator of the scan is never released.
+            if let Some((_, it)) = iterators.pop() {
+                std::mem::forget(it);
+            }
+        }
+        Ok(seen)
+    }
+
+    /// Closes one segment: the closed-state marker, then the release, whatever the marker did.
+    fn close_segment(&self, ctx: &CycleCtx<'_>, task: u32, seg: Segment) -> Result<(), StoreError> {
+        let id = seg.id;
+        let _owner = owner_scope(format!("segment {id}"));
+        let marker = seg.cf(task, OFFSETS).and_then(|cf| {
+            let mut w = TrackedWriteOptions::new(ctx.ledger);
+            if ctx.faults.check_error("close.marker") {
+                // A real RocksDB error: a synced write with the WAL disabled.
+                w.set_sync(true);
+                w.disable_wal(true);
+            }
+            seg.db
+                .put_cf_opt(&cf, CLOSED_MARKER, [1], &w)
+                .map_err(|source| StoreError::RocksDb { task, segment: id, what: "closed marker", source })
+        });
+        if marker.is_err() {
+            match self.config.variant {
+                Variant::MarkerFailureSkipsRelease => {
+                    // Planted (KAFKA-20616): the exception skips the release that follows.
+                    std::mem::forget(seg);
+                    return marker;
+                }
+                Variant::MigratingReleasesFirstOnly if self.config.is_migrating(task) => {
+                    // Planted: of the dual accessor's three handles, only the first is released.
+                    let refs = [DATA_OLD, DATA, OFFSETS].map(|n| seg.db.cf_handle(n));
+                    let [first, rest @ ..] = refs;
+                    drop(first);
+                    std::mem::forget(rest);
+                }
+                _ => {}
+            }
+        }
+        let flush = if ctx.faults.check_error("close.flush") {
+            Err(StoreError::Injected { task, point: "close.flush" })
+        } else {
+            Ok(())
+        };
+        if self.config.variant == Variant::SegmentNeverClosed && id.is_multiple_of(2) {
+            // Planted: the segment DB is parked, never closed.
+            lock(&self.planted).registry.push(seg);
+            return marker.and(flush);
+        }
+        let closed = seg.db.close();
+        let closed = if self.config.variant == Variant::SwallowedCloseError {
+            // Planted: the close result is dropped on the floor; with it goes the marker's error.
+            drop(closed);
+            let _ = crate::CloseResult::new(ctx.ledger, "segment", marker);
+            return flush;
+        } else {
+            closed.into_result().map_err(|source| StoreError::RocksDb { task, segment: id, what: "close", source })
+        };
+        marker.and(flush).and(closed)
+    }
+
+    fn close_task(&self, ctx: &CycleCtx<'_>, store: TaskStore) -> Result<(), StoreError> {
+        let _owner = owner_scope(format!("task 0_{}", store.task));
+        let mut first = Ok(());
+        for (_, seg) in store.segments {
+            let r = self.close_segment(ctx, store.task, seg);
+            if first.is_ok() {
+                first = r;
+            }
+        }
+        first
+    }
+
+    /// Runs `f(task, worker)` for each task on the worker its cycle assigns: tasks move between
+    /// workers from one cycle to the next (a rebalance).
+    fn on_workers<T: Send>(
+        &self,
+        cycle: u64,
+        tasks: Vec<u32>,
+        f: impl Fn(u32, u32) -> T + Sync,
+    ) -> Result<Vec<(u32, T)>, StoreError> {
+        let workers = self.config.workers.max(1);
+        let mut assignment: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
+        for t in tasks {
+            assignment.entry(((u64::from(t) + cycle) % u64::from(workers)) as u32).or_default().push(t);
+        }
+        let f = &f;
+        let results: Vec<std::thread::Result<Vec<(u32, T)>>> = std::thread::scope(|s| {
+            let handles: Vec<_> = assignment
+                .iter()
+                .map(|(&w, ts)| s.spawn(move || ts.iter().map(|&t| (t, f(t, w))).collect::<Vec<_>>()))
+                .collect();
+            handles.into_iter().map(|h| h.join()).collect()
+        });
+        let mut out = Vec::new();
+        let mut panicked = None;
+        for r in results {
+            match r {
+                Ok(v) => out.extend(v),
+                Err(p) => panicked = Some(p),
+            }
+        }
+        if let Some(p) = panicked {
+            // Every other worker finished; what they made drops (and is released) here.
+            drop(out);
+            std::panic::resume_unwind(p);
+        }
+        out.sort_by_key(|(t, _)| *t);
+        Ok(out)
+    }
+
+    fn check_task(&self, ctx: &CycleCtx<'_>, task: u32) -> Integrity {
+        let _owner = owner_scope(format!("check task 0_{task}"));
+        let state = &self.tasks[task as usize];
+        let mut report = Integrity::default();
+        for id in &state.destroyed {
+            if self.segment_dir(task, *id).exists() {
+                report.stale_dirs += 1;
+                report.problem(format!("task {task}: destroyed segment {id} is still on disk"));
+            }
+        }
+        let mut restored = BTreeMap::new();
+        let mut present: BTreeMap<u32, BTreeSet<u64>> = BTreeMap::new();
+        for &id in &state.live {
+            let (db_options, cfs) = self.segment_options(ctx.ledger, task);
+            let path = self.segment_dir(task, id);
+            let seg = match Db::open_cf_descriptors(&db_options, &path, cfs) {
+                Ok(db) => Segment { id, db, _db_options: db_options },
+                Err(e) => {
+                    let text = e.to_string();
+                    if text.to_lowercase().contains("lock") {
+                        report.locks_held += 1;
+                        report.problem(format!("task {task} segment {id}: LOCK still held: {text}"));
+                    } else {
+                        report.reopen_failures += 1;
+                        report.problem(format!("task {task} segment {id}: reopen failed: {text}"));
+                    }
+                    continue;
+                }
+            };
+            match self.restore_segment(task, &seg, &mut restored) {
+                Ok(skipped) => report.malformed_offsets_skipped += skipped,
+                Err(e) => {
+                    report.reopen_failures += 1;
+                    report.problem(format!("task {task} segment {id}: restore failed: {e}"));
+                }
+            }
+            if let Some(cf) = seg.db.cf_handle(DATA) {
+                for item in seg.db.iterator_cf(&cf, IteratorMode::Start) {
+                    match item {
+                        Ok((key, _)) => {
+                            if let Some((p, o)) = parse_data_key(&key) {
+                                present.entry(p).or_default().insert(o);
+                            }
+                        }
+                        Err(e) => {
+                            report.reopen_failures += 1;
+                            report.problem(format!("task {task} segment {id}: data scan failed: {e}"));
+                            break;
+                        }
+                    }
+                }
+            }
+            if let Err(e) = seg.db.close().into_result() {
+                report.reopen_failures += 1;
+                report.problem(format!("task {task} segment {id}: close after check failed: {e}"));
+            }
+        }
+        let oldest_live = state.live.iter().next().copied();
+        for (&p, &truth) in &state.committed {
+            let got = restored.get(&p).copied().unwrap_or(0);
+            if got < truth {
+                report.offsets_dropped_by_restore += 1;
+                report.problem(format!("task {task} partition {p}: restore returned offset {got}, committed {truth}"));
+            }
+            // Every record below the committed offset whose segment is still retained must exist.
+            let from = oldest_live.map_or(truth, |s| s * self.config.segment_interval);
+            let have = present.get(&p);
+            for o in from..truth {
+                report.records_checked += 1;
+                if !have.is_some_and(|h| h.contains(&o)) {
+                    report.lost_records += 1;
+                    if report.lost_records <= 3 {
+                        report.problem(format!("task {task} partition {p}: offset {o} committed but its record is missing"));
+                    }
+                }
+            }
+        }
+        report
+    }
+}
+
+#[derive(Default)]
+struct TaskProgress {
+    committed: BTreeMap<u32, u64>,
+    created: BTreeSet<u64>,
+    destroyed: BTreeSet<u64>,
+    scanned: bool,
+}
+
+impl Segment {
+    /// A column family of this segment.
+    fn cf(&self, task: u32, name: &'static str) -> Result<crate::tracked::TrackedBoundCf<'_>, StoreError> {
+        self.db.cf_handle(name).ok_or(StoreError::MissingCf { task, segment: self.id, name })
+    }
+}
+
+fn data_key(partition: u32, offset: u64) -> Vec<u8> {
+    let mut k = Vec::with_capacity(12);
+    k.extend_from_slice(&partition.to_be_bytes());
+    k.extend_from_slice(&offset.to_be_bytes());
+    k
+}
+
+fn parse_data_key(key: &[u8]) -> Option<(u32, u64)> {
+    let p = u32::from_be_bytes(key.get(..4)?.try_into().ok()?);
+    let o = u64::from_be_bytes(key.get(4..12)?.try_into().ok()?);
+    Some((p, o))
+}
+
+fn offset_key(partition: u32) -> Vec<u8> {
+    let mut k = OFFSET_PREFIX.to_vec();
+    k.extend_from_slice(partition.to_string().as_bytes());
+    k
+}
+
+/// `offset/<decimal partition>` -> 8-byte big-endian next offset; anything else is malformed.
+fn parse_offset(key: &[u8], value: &[u8]) -> Option<(u32, u64)> {
+    let p = std::str::from_utf8(key.strip_prefix(OFFSET_PREFIX)?).ok()?.parse().ok()?;
+    let next = u64::from_be_bytes(value.try_into().ok()?);
+    Some((p, next))
+}
+
+impl Lifecycle for ReferenceStore {
+    type Store = OpenStores;
+    type Error = StoreError;
+
+    fn fault_points(&self) -> Vec<&'static str> {
+        FAULT_POINTS.to_vec()
+    }
+
+    fn open(&mut self, ctx: &CycleCtx<'_>) -> Result<OpenStores, StoreError> {
+        if self.config.variant == Variant::RawMallocPerCycle {
+            // Planted: 1 KiB of native memory per cycle, no handle, no wrapper.
+            // SAFETY: a plain C allocation, deliberately never freed.
+            let p = unsafe { libc::malloc(1024) };
+            if !p.is_null() {
+                // SAFETY: `p` points to 1024 writable bytes.
+                unsafe { p.cast::<u8>().write_bytes(0xa5, 1024) };
+            }
+            lock(&self.planted).raw_mallocs.push(std::hint::black_box(p) as usize);
+        }
+        let results = self.on_workers(ctx.cycle, (0..self.config.tasks).collect(), |t, w| self.open_task(ctx, t, w))?;
+        let mut tasks = Vec::new();
+        let mut first_error = None;
+        for (_, r) in results {
+            match r {
+                Ok(s) => tasks.push(s),
+                Err(e) => {
+                    first_error.get_or_insert(e);
+                }
+            }
+        }
+        match first_error {
+            // The tasks that did open are dropped here: everything they made is released.
+            Some(e) => Err(e),
+            None => Ok(OpenStores { tasks }),
+        }
+    }
+
+    fn work(&mut self, store: &mut OpenStores, ctx: &CycleCtx<'_>) -> Result<(), StoreError> {
+        let cells: Vec<Mutex<Option<TaskStore>>> = store.tasks.drain(..).map(|t| Mutex::new(Some(t))).collect();
+        let index: BTreeMap<u32, usize> = cells.iter().enumerate().map(|(i, c)| (lock(c).as_ref().map_or(0, |t| t.task), i)).collect();
+        let this = &*self;
+        let results = this.on_workers(ctx.cycle, index.keys().copied().collect(), |t, _| {
+            let cell = &cells[index[&t]];
+            let mut guard = lock(cell);
+            match guard.as_mut() {
+                Some(task_store) => this.work_task(ctx, task_store),
+                None => Ok(TaskProgress::default()),
+            }
+        });
+        // Give the stores back to the caller before looking at results: close must see them all.
+        store.tasks = cells.into_iter().filter_map(|c| c.into_inner().unwrap_or_else(|p| p.into_inner())).collect();
+        let mut first_error = None;
+        for (t, r) in results? {
+            match r {
+                Ok(progress) => {
+                    let state = &mut self.tasks[t as usize];
+                    state.committed.extend(progress.committed);
+                    state.live.extend(progress.created);
+                    for id in progress.destroyed {
+                        state.live.remove(&id);
+                        state.destroyed.insert(id);
+                    }
+                    let _ = progress.scanned;
+                }
+                Err(e) => {
+                    first_error.get_or_insert(e);
+                }
+            }
+        }
+        first_error.map_or(Ok(()), Err)
+    }
+
+    fn close(&mut self, store: OpenStores, ctx: &CycleCtx<'_>) -> Result<(), StoreError> {
+        // Segments created by a work phase that failed midway are live on disk too.
+        for t in &store.tasks {
+            let state = &mut self.tasks[t.task as usize];
+            state.live.extend(t.segments.keys().copied());
+        }
+        let cells: Vec<Mutex<Option<TaskStore>>> = store.tasks.into_iter().map(|t| Mutex::new(Some(t))).collect();
+        let index: BTreeMap<u32, usize> = cells.iter().enumerate().map(|(i, c)| (lock(c).as_ref().map_or(0, |t| t.task), i)).collect();
+        let results = self.on_workers(ctx.cycle, index.keys().copied().collect(), |t, _| {
+            let taken = lock(&cells[index[&t]]).take();
+            match taken {
+                Some(task_store) => self.close_task(ctx, task_store),
+                None => Ok(()),
+            }
+        })?;
+        results.into_iter().map(|(_, r)| r).find(Result::is_err).unwrap_or(Ok(()))
+    }
+
+    fn check(&mut self, ctx: &CycleCtx<'_>) -> Integrity {
+        let mut report = Integrity::default();
+        let orphans: Vec<u32> = lock(&self.owners).keys().copied().collect();
+        if !orphans.is_empty() {
+            report.ownership_errors += orphans.len() as u64;
+            report.problem(format!("tasks {orphans:?} still own a store after close (orphaned)"));
+        }
+        for t in 0..self.config.tasks {
+            report.merge(self.check_task(ctx, t));
+        }
+        report
+    }
+
+    fn data_dir(&self) -> Option<PathBuf> {
+        Some(self.config.dir.clone())
+    }
+
+    fn instances_per_cycle(&self) -> u64 {
+        u64::from(self.config.tasks) * u64::from(self.config.segments)
+    }
+
+    fn rocksdb_memory(&self) -> Option<RocksDbMemory> {
+        let mut m = RocksDbMemory::default();
+        for t in &self.tasks {
+            m.cache_total_bytes += t.cache.get_usage() as u64;
+        }
+        Some(m)
+    }
+}
+
+impl Drop for ReferenceStore {
+    fn drop(&mut self) {
+        // What the planted bugs parked is released here, at the end of the process's use of the
+        // store, so one leak-test run does not disturb the next. (Correct stores park nothing.)
+        let planted = std::mem::take(&mut *lock(&self.planted));
+        for raw in planted.raw_options {
+            // SAFETY: created by rocksdb_options_create above and never destroyed before.
+            unsafe { librocksdb_sys::rocksdb_options_destroy(raw as *mut librocksdb_sys::rocksdb_options_t) };
+        }
+        for p in planted.raw_mallocs {
+            // SAFETY: allocated by libc::malloc above and never freed before.
+            unsafe { libc::free(p as *mut libc::c_void) };
+        }
+        drop(planted.registry);
+    }
+}
