@@ -36,6 +36,22 @@ enum Command {
     },
     /// Prove that native (C and C++) allocations are visible to jemalloc's counters.
     Coverage,
+    /// Sensitivity table: planted native leaks of several sizes against cycles to a leak
+    /// verdict, and false positives over clean runs, for the fresh-DB loop and the reference store.
+    Sensitivity {
+        /// Clean runs per scenario for the false-positive rate.
+        #[arg(long, default_value_t = 20)]
+        runs: u32,
+        /// Cycles per run (the limit for detection, the length of clean runs).
+        #[arg(long, default_value_t = 500)]
+        cycles: u64,
+        /// Leak sizes in bytes per cycle.
+        #[arg(long, value_delimiter = ',', default_values_t = [64usize, 128, 256, 1024, 16384])]
+        sizes: Vec<usize>,
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 fn main() -> ExitCode {
@@ -81,7 +97,47 @@ fn run(cli: Cli) -> Result<ExitCode> {
             println!("native allocations are visible to jemalloc");
             Ok(ExitCode::SUCCESS)
         }
+        Command::Sensitivity { runs, cycles, sizes, json } => sensitivity(runs, cycles, &sizes, json),
     }
+}
+
+fn sensitivity(runs: u32, cycles: u64, sizes: &[usize], json: bool) -> Result<ExitCode> {
+    use leakcheck::harness::sensitivity::{detect, false_positives, Scenario};
+    let dir = tempfile::Builder::new().prefix("leakcheck-sensitivity").tempdir()?;
+    let mut detections = Vec::new();
+    let mut fps = Vec::new();
+    for scenario in [Scenario::FreshDb, Scenario::Reference] {
+        for &size in sizes {
+            let d = detect(scenario, &dir.path().join(format!("{}-{size}", scenario.name())), size, cycles)?;
+            if !json {
+                println!(
+                    "{:<10} leak {:>6} B/cycle: {:>14}  slope {:>9.1} B/cycle  ({:.1} s)",
+                    scenario.name(),
+                    size,
+                    d.cycles_to_verdict.map_or("not flagged".to_string(), |c| format!("flagged at {c}")),
+                    d.slope_per_cycle.unwrap_or(f64::NAN),
+                    d.seconds
+                );
+            }
+            detections.push(d);
+        }
+        let fp = false_positives(scenario, &dir.path().join(format!("{}-clean", scenario.name())), runs, cycles)?;
+        if !json {
+            println!(
+                "{:<10} clean: {} false positives, {} inconclusive in {} runs of {} cycles",
+                scenario.name(),
+                fp.false_positives,
+                fp.inconclusive,
+                fp.runs,
+                fp.cycles
+            );
+        }
+        fps.push(fp);
+    }
+    if json {
+        println!("{}", serde_json::json!({ "detections": detections, "false_positives": fps }));
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 fn print_sample(sample: &leakcheck::Sample, watched: bool) {

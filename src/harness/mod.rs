@@ -5,7 +5,12 @@
 //! `rocksdb`) is a segmented store modelled on Kafka Streams' window stores.
 
 #[cfg(feature = "rocksdb")]
+pub mod fresh;
+pub mod planted;
+#[cfg(feature = "rocksdb")]
 pub mod reference;
+#[cfg(feature = "rocksdb")]
+pub mod sensitivity;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -230,6 +235,9 @@ pub enum HarnessError {
     /// The store's data directory cannot be watched.
     #[error(transparent)]
     Probe(#[from] ProbeError),
+    /// The store could not be set up.
+    #[error("cannot set up the store: {0}")]
+    Setup(String),
 }
 
 /// A run's result: every cycle, the samples and the verdicts.

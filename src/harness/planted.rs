@@ -1,0 +1,81 @@
+//! A native leak planted around any lifecycle: C `malloc` of a fixed size per cycle, with no
+//! handle and no wrapper, kept reachable only through a raw pointer list. For measuring what the
+//! bytes signal can see (sensitivity tables, benches).
+
+use super::{CycleCtx, Integrity, Lifecycle};
+use crate::probe::RocksDbMemory;
+
+/// Wraps a lifecycle and leaks `bytes_per_cycle` bytes of native memory in every open.
+pub struct PlantedMalloc<L> {
+    inner: L,
+    bytes_per_cycle: usize,
+    kept: Vec<usize>,
+}
+
+impl<L> PlantedMalloc<L> {
+    /// `inner`, leaking `bytes_per_cycle` per cycle (0: nothing). `cycles` reserves room for the
+    /// pointers up front, so keeping them allocates nothing during the run.
+    pub fn new(inner: L, bytes_per_cycle: usize, cycles: u64) -> Self {
+        PlantedMalloc { inner, bytes_per_cycle, kept: Vec::with_capacity(cycles.min(1 << 24) as usize) }
+    }
+
+    /// The wrapped lifecycle.
+    pub fn inner(&self) -> &L {
+        &self.inner
+    }
+}
+
+impl<L> Drop for PlantedMalloc<L> {
+    fn drop(&mut self) {
+        for p in self.kept.drain(..) {
+            // SAFETY: allocated by libc::malloc in `open`, freed exactly once here.
+            unsafe { libc::free(p as *mut libc::c_void) };
+        }
+    }
+}
+
+impl<L: Lifecycle> Lifecycle for PlantedMalloc<L> {
+    type Store = L::Store;
+    type Error = L::Error;
+
+    fn fault_points(&self) -> Vec<&'static str> {
+        self.inner.fault_points()
+    }
+
+    fn open(&mut self, ctx: &CycleCtx<'_>) -> Result<L::Store, L::Error> {
+        if self.bytes_per_cycle > 0 && self.kept.len() < self.kept.capacity() {
+            // SAFETY: a plain C allocation, kept on purpose and freed on drop.
+            let p = unsafe { libc::malloc(self.bytes_per_cycle) };
+            if !p.is_null() {
+                // SAFETY: `p` points to `bytes_per_cycle` writable bytes.
+                unsafe { p.cast::<u8>().write_bytes(0xa5, self.bytes_per_cycle) };
+                self.kept.push(std::hint::black_box(p) as usize);
+            }
+        }
+        self.inner.open(ctx)
+    }
+
+    fn work(&mut self, store: &mut L::Store, ctx: &CycleCtx<'_>) -> Result<(), L::Error> {
+        self.inner.work(store, ctx)
+    }
+
+    fn close(&mut self, store: L::Store, ctx: &CycleCtx<'_>) -> Result<(), L::Error> {
+        self.inner.close(store, ctx)
+    }
+
+    fn check(&mut self, ctx: &CycleCtx<'_>) -> Integrity {
+        self.inner.check(ctx)
+    }
+
+    fn data_dir(&self) -> Option<std::path::PathBuf> {
+        self.inner.data_dir()
+    }
+
+    fn instances_per_cycle(&self) -> u64 {
+        self.inner.instances_per_cycle()
+    }
+
+    fn rocksdb_memory(&self) -> Option<RocksDbMemory> {
+        self.inner.rocksdb_memory()
+    }
+}
