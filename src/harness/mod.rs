@@ -6,6 +6,8 @@
 
 #[cfg(feature = "rocksdb")]
 pub mod fresh;
+#[cfg(feature = "rocksdb")]
+pub mod mutants;
 pub mod planted;
 #[cfg(feature = "rocksdb")]
 pub mod reference;
@@ -181,6 +183,14 @@ pub struct CycleRecord {
     pub retained_handles: BTreeMap<String, u64>,
     /// Swallowed close errors recorded by the ledger during the cycle.
     pub swallowed_close_errors: usize,
+    /// Caches and write buffer managers alive while the store was open (after work, before
+    /// close) that were not declared shared. A cache per instance instead of one shared cache
+    /// multiplies with tasks x segments, the amplification of KAFKA-20616; it is released at
+    /// close, so only a look while the store is open sees it.
+    pub unshared_caches_open: u64,
+    /// Where those caches were created (`file:line:column`), when the ledger records sites.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unshared_cache_sites: Vec<String>,
     /// The store's integrity check.
     pub integrity: Integrity,
 }
@@ -473,7 +483,10 @@ impl Harness {
 }
 
 fn record_clean(r: &CycleRecord) -> bool {
-    r.retained_handles.is_empty() && r.swallowed_close_errors == 0 && r.integrity.violations() == 0
+    r.retained_handles.is_empty()
+        && r.swallowed_close_errors == 0
+        && r.unshared_caches_open == 0
+        && r.integrity.violations() == 0
 }
 
 fn run_cycle<L: Lifecycle>(
@@ -488,9 +501,21 @@ fn run_cycle<L: Lifecycle>(
     let ctx = CycleCtx { cycle, ledger, faults };
     let mut work = Raw::Skipped;
     let mut close = Raw::Skipped;
+    let mut unshared = 0;
+    let mut unshared_sites = Vec::new();
     let open = match catch_unwind(AssertUnwindSafe(|| store.open(&ctx))) {
         Ok(Ok(mut opened)) => {
             work = raw(|| store.work(&mut opened, &ctx));
+            unshared = unshared_caches(ledger);
+            if unshared > 0 {
+                unshared_sites = ledger
+                    .report()
+                    .retained
+                    .into_iter()
+                    .filter(|g| g.kind == "Cache" || g.kind == "WriteBufferManager")
+                    .filter_map(|g| g.site)
+                    .collect();
+            }
             // Close runs whatever work did: it is the release path.
             close = raw(|| store.close(opened, &ctx));
             Raw::Ok
@@ -537,9 +562,21 @@ fn run_cycle<L: Lifecycle>(
             faults_fired: faults.take_fired(),
             retained_handles,
             swallowed_close_errors,
+            unshared_caches_open: unshared,
+            unshared_cache_sites: unshared_sites,
             integrity,
         }
     })
+}
+
+fn unshared_caches(ledger: &Ledger) -> u64 {
+    use crate::HandleKind;
+    let kinds = ledger.kind_snapshot();
+    [HandleKind::Cache, HandleKind::WriteBufferManager]
+        .iter()
+        .filter_map(|k| kinds.get(k))
+        .map(|c| c.live.saturating_sub(c.declared_shared))
+        .sum()
 }
 
 fn verdict_of(
@@ -561,6 +598,13 @@ fn verdict_of(
             records.iter().map(|r| Some(r.retained_handles.get(kind).copied().unwrap_or(0) as f64)).collect();
         extra.push(judge(&format!("live_handles.{kind}"), "handles", &values, exact, 0));
     }
+    extra.push(judge(
+        "unshared_caches_open",
+        "handles",
+        &records.iter().map(|r| Some(r.unshared_caches_open as f64)).collect::<Vec<_>>(),
+        exact,
+        0,
+    ));
     extra.push(judge(
         "swallowed_close_errors",
         "errors",

@@ -338,6 +338,7 @@ impl ReferenceStore {
             let mut table = TrackedBlockBasedOptions::new(ledger);
             if self.config.variant == Variant::PrivateCachePerSegment {
                 // Planted: a private cache per segment instead of the declared shared one.
+                // PLANTED(private-cache-per-segment)
                 let private = TrackedCache::new_lru(ledger, 8 << 20);
                 table.set_block_cache(&private);
             } else {
@@ -366,11 +367,13 @@ impl ReferenceStore {
         match self.config.variant {
             Variant::OffsetsOptionsUnownedTracked => {
                 // Planted (KAFKA-20616): options made for the offsets CF, handed to nobody.
+                // PLANTED(offsets-options-tracked)
                 std::mem::forget(TrackedOptions::new(ledger));
             }
             Variant::OffsetsOptionsUnownedRaw => {
                 // Planted: the same through raw librocksdb-sys, with no wrapper to see it.
                 // SAFETY: creates a native options object that is deliberately never destroyed.
+                // PLANTED(offsets-options-raw)
                 let raw = unsafe { librocksdb_sys::rocksdb_options_create() };
                 lock(&self.planted).raw_options.push(raw as usize);
             }
@@ -385,6 +388,7 @@ impl ReferenceStore {
         if ctx.faults.check_error("open.options") {
             if self.config.variant == Variant::OpenFailureLeaksOptions {
                 // Planted: the error path forgets what it made so far.
+                // PLANTED(open-failure-leaks-options)
                 std::mem::forget(db_options);
                 std::mem::forget(cfs);
             }
@@ -424,6 +428,7 @@ impl ReferenceStore {
                     malformed += 1;
                     if self.config.variant == Variant::RestoreDropsBatch {
                         // Planted (KAFKA-15800): the exception aborts the rest of the batch.
+                        // PLANTED(restore-drops-batch)
                         break;
                     }
                 }
@@ -473,6 +478,11 @@ impl ReferenceStore {
             let mut by_segment: BTreeMap<u64, TrackedWriteBatch> = BTreeMap::new();
             for offset in start..end {
                 let id = self.segment_of(offset);
+                if id < self.retained_from(task, store) {
+                    // A late record: its segment has expired (stream time is past its
+                    // retention). Dropped, as a window store drops late records.
+                    continue;
+                }
                 if let std::collections::btree_map::Entry::Vacant(slot) = store.segments.entry(id) {
                     if ctx.faults.check_error("work.roll") {
                         // A real error: opening a fresh segment that must already exist.
@@ -503,6 +513,7 @@ impl ReferenceStore {
             };
             if self.config.variant == Variant::CommitBeforeWrite {
                 // Planted (KAFKA-19479): progress claimed before the output is written.
+                // PLANTED(commit-before-write)
                 commit(store)?;
                 progress.committed.insert(p, end);
             }
@@ -531,8 +542,7 @@ impl ReferenceStore {
         self.scan(ctx, store)?;
         progress.scanned = true;
         // Retention: segments that fell out of the window are closed and destroyed.
-        let newest = *store.segments.keys().next_back().unwrap_or(&0);
-        let keep_from = newest.saturating_sub(u64::from(self.config.segments) - 1);
+        let keep_from = self.retained_from(task, store);
         let expired: Vec<u64> = store.segments.keys().copied().filter(|&id| id < keep_from).collect();
         for id in expired {
             if let Some(seg) = store.segments.remove(&id) {
@@ -540,6 +550,7 @@ impl ReferenceStore {
                 let opts = TrackedOptions::new(ctx.ledger);
                 if self.config.variant == Variant::UnprunedRegistry {
                     // Planted: the expired segment stays in a registry that is never pruned.
+                    // PLANTED(unpruned-registry)
                     lock(&self.planted).registry.push(seg);
                 } else {
                     seg.db.close().into_result().map_err(|source| StoreError::RocksDb { task, segment: id, what: "close expired", source })?;
@@ -551,6 +562,14 @@ impl ReferenceStore {
             }
         }
         Ok(progress)
+    }
+
+    /// The oldest segment id within the retention: stream time is the newest segment ever made
+    /// (open now, or on disk from earlier cycles).
+    fn retained_from(&self, task: u32, store: &TaskStore) -> u64 {
+        let state = &self.tasks[task as usize];
+        let newest = store.segments.keys().chain(state.live.iter()).chain(state.destroyed.iter()).copied().max().unwrap_or(0);
+        newest.saturating_sub(u64::from(self.config.segments) - 1)
     }
 
     /// A range scan over the most recent records, across every live segment.
@@ -573,6 +592,7 @@ impl ReferenceStore {
         }
         if self.config.variant == Variant::ScanIteratorLeak {
             // Planted (KAFKA-19748's class): one iterator of the scan is never released.
+            // PLANTED(scan-iterator-leak)
             if let Some((_, it)) = iterators.pop() {
                 std::mem::forget(it);
             }
@@ -599,11 +619,13 @@ impl ReferenceStore {
             match self.config.variant {
                 Variant::MarkerFailureSkipsRelease => {
                     // Planted (KAFKA-20616): the exception skips the release that follows.
+                    // PLANTED(marker-failure-skips-release)
                     std::mem::forget(seg);
                     return marker;
                 }
                 Variant::MigratingReleasesFirstOnly if self.config.is_migrating(task) => {
                     // Planted: of the dual accessor's three handles, only the first is released.
+                    // PLANTED(migrating-releases-first-only)
                     let refs = [DATA_OLD, DATA, OFFSETS].map(|n| seg.db.cf_handle(n));
                     let [first, rest @ ..] = refs;
                     drop(first);
@@ -617,14 +639,17 @@ impl ReferenceStore {
         } else {
             Ok(())
         };
-        if self.config.variant == Variant::SegmentNeverClosed && id.is_multiple_of(2) {
+        // Parked once it has been reopened, so it has SST files open and mapped.
+        if self.config.variant == Variant::SegmentNeverClosed && id.is_multiple_of(2) && ctx.cycle >= 2 {
             // Planted: the segment DB is parked, never closed.
+            // PLANTED(segment-never-closed)
             lock(&self.planted).registry.push(seg);
             return marker.and(flush);
         }
         let closed = seg.db.close();
         let closed = if self.config.variant == Variant::SwallowedCloseError {
             // Planted: the close result is dropped on the floor; with it goes the marker's error.
+            // PLANTED(swallowed-close-error)
             drop(closed);
             let _ = crate::CloseResult::new(ctx.ledger, "segment", marker);
             return flush;
@@ -818,6 +843,7 @@ impl Lifecycle for ReferenceStore {
         if self.config.variant == Variant::RawMallocPerCycle {
             // Planted: 1 KiB of native memory per cycle, no handle, no wrapper.
             // SAFETY: a plain C allocation, deliberately never freed.
+            // PLANTED(raw-malloc-per-cycle)
             let p = unsafe { libc::malloc(1024) };
             if !p.is_null() {
                 // SAFETY: `p` points to 1024 writable bytes.

@@ -12,9 +12,13 @@ use super::ProbeError;
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct ProcessStats {
-    /// Resident set size (`VmRSS` in `/proc/self/status`).
+    /// Resident set size (`VmRSS` in `/proc/self/status`), file-backed pages included.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rss_bytes: Option<u64>,
+    /// Anonymous resident memory (`RssAnon`): RSS without the pages of mapped files (a store
+    /// reading its SST files through mmap grows `rss_bytes` with its data, not with a leak).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rss_anon_bytes: Option<u64>,
     /// Threads of this process (`Threads` in `/proc/self/status`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub threads: Option<u64>,
@@ -35,7 +39,7 @@ pub struct ProcessStats {
 /// Reads every field it can. `dir`, when given, is the directory whose files are counted
 /// separately (a store's data directory); it should be canonical (see [`canonical_dir`]).
 pub fn read(dir: Option<&Path>) -> ProcessStats {
-    let (rss_bytes, threads) = status().unwrap_or_default();
+    let (rss_bytes, rss_anon_bytes, threads) = status().unwrap_or_default();
     let (open_fds, open_fds_under_dir) = match fds(dir) {
         Ok((all, under)) => (Some(all), under),
         Err(_) => (None, None),
@@ -44,7 +48,7 @@ pub fn read(dir: Option<&Path>) -> ProcessStats {
         Ok((all, under)) => (Some(all), under),
         Err(_) => (None, None),
     };
-    ProcessStats { rss_bytes, threads, open_fds, open_fds_under_dir, maps, maps_under_dir }
+    ProcessStats { rss_bytes, rss_anon_bytes, threads, open_fds, open_fds_under_dir, maps, maps_under_dir }
 }
 
 /// Resolves `dir` the way the kernel reports paths in `/proc/self/fd` and `/proc/self/maps`
@@ -57,29 +61,32 @@ fn proc_err(path: &str) -> impl FnOnce(io::Error) -> ProbeError + '_ {
     move |source| ProbeError::Proc { path: PathBuf::from(path), source }
 }
 
-/// `(VmRSS in bytes, Threads)` from `/proc/self/status`.
-fn status() -> Result<(Option<u64>, Option<u64>), ProbeError> {
+/// `(VmRSS, RssAnon in bytes, Threads)` from `/proc/self/status`.
+fn status() -> Result<(Option<u64>, Option<u64>, Option<u64>), ProbeError> {
     let text = fs::read_to_string("/proc/self/status").map_err(proc_err("/proc/self/status"))?;
     Ok(parse_status(&text))
 }
 
-pub(crate) fn parse_status(text: &str) -> (Option<u64>, Option<u64>) {
-    let mut rss = None;
-    let mut threads = None;
+pub(crate) fn parse_status(text: &str) -> (Option<u64>, Option<u64>, Option<u64>) {
+    // "VmRSS:\t   12345 kB"
+    let kib = |rest: &str| {
+        let mut parts = rest.split_whitespace();
+        match (parts.next().and_then(|v| v.parse::<u64>().ok()), parts.next()) {
+            (Some(v), Some("kB")) => Some(v * 1024),
+            _ => None,
+        }
+    };
+    let (mut rss, mut anon, mut threads) = (None, None, None);
     for line in text.lines() {
         if let Some(rest) = line.strip_prefix("VmRSS:") {
-            // "VmRSS:\t   12345 kB"
-            let mut parts = rest.split_whitespace();
-            let value = parts.next().and_then(|v| v.parse::<u64>().ok());
-            rss = match (value, parts.next()) {
-                (Some(v), Some("kB")) => Some(v * 1024),
-                _ => None,
-            };
+            rss = kib(rest);
+        } else if let Some(rest) = line.strip_prefix("RssAnon:") {
+            anon = kib(rest);
         } else if let Some(rest) = line.strip_prefix("Threads:") {
             threads = rest.trim().parse().ok();
         }
     }
-    (rss, threads)
+    (rss, anon, threads)
 }
 
 /// `(all open fds, fds under dir)`. The directory handle used for listing is not counted.
@@ -143,14 +150,14 @@ mod tests {
 
     #[test]
     fn status_fields_parse() {
-        let text = "Name:\tx\nVmRSS:\t   2048 kB\nThreads:\t7\n";
-        assert_eq!(parse_status(text), (Some(2048 * 1024), Some(7)));
+        let text = "Name:\tx\nVmRSS:\t   2048 kB\nRssAnon:\t  1024 kB\nThreads:\t7\n";
+        assert_eq!(parse_status(text), (Some(2048 * 1024), Some(1024 * 1024), Some(7)));
     }
 
     #[test]
     fn status_missing_or_odd_fields_are_absent_not_zero() {
-        assert_eq!(parse_status("Name:\tx\n"), (None, None));
-        assert_eq!(parse_status("VmRSS:\t12 MB\nThreads:\tmany\n"), (None, None));
+        assert_eq!(parse_status("Name:\tx\n"), (None, None, None));
+        assert_eq!(parse_status("VmRSS:\t12 MB\nThreads:\tmany\n"), (None, None, None));
     }
 
     #[test]
@@ -181,6 +188,7 @@ mod tests {
         let dir = canonical_dir(dir.path()).expect("canonical");
         let stats = read(Some(&dir));
         assert!(stats.rss_bytes.is_some_and(|v| v > 0), "{stats:?}");
+        assert!(stats.rss_anon_bytes.is_some_and(|v| v > 0 && Some(v) <= stats.rss_bytes), "{stats:?}");
         assert!(stats.threads.is_some_and(|v| v >= 1), "{stats:?}");
         assert!(stats.open_fds.is_some_and(|v| v >= 3), "{stats:?}");
         assert_eq!(stats.open_fds_under_dir, Some(0));

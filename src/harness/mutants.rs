@@ -1,0 +1,260 @@
+//! The planted-leak catalog: every known leak class planted, one at a time, into the reference
+//! store ([`Variant`]), run under one fault plan, and judged. The detector's own test: every
+//! variant must be flagged, by the right signals, and the correct store must come out clean
+//! under the same plan.
+//!
+//! Process-wide signals need one variant per process: `leakcheck mutants` and the detection
+//! matrix in `leak-tests/` spawn a process per variant, each calling [`run_mutant`].
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::ops::ControlFlow;
+use std::path::Path;
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+
+use super::reference::{ReferenceConfig, ReferenceStore, Variant};
+use super::{Harness, HarnessConfig, HarnessError};
+use crate::fault::FaultPlan;
+use crate::verdict::{analyze, RunVerdict};
+use crate::{Ledger, Verdict};
+
+/// The fault plan every variant and the reference store run under: it reaches the failing
+/// close-time marker write, a failed data write, a malformed offset entry and a failure during
+/// open after the options were made.
+pub const PLAN: &str = "close.marker=every:3,work.write=every:4,work.malformed=every:5,open.options=nth:2";
+
+/// One entry of the catalog.
+#[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
+pub struct Mutant {
+    /// Name on the command line and in reports (the `PLANTED(name)` marker in the store's code).
+    pub name: &'static str,
+    /// The planted bug.
+    pub variant: Variant,
+    /// What is planted.
+    pub description: &'static str,
+    /// Signal classes that must fire (empty for the reference store, which must stay clean).
+    pub expected: &'static [&'static str],
+    /// Signal classes that must not fire (the ones a variant is invisible to).
+    pub invisible_to: &'static [&'static str],
+}
+
+/// The reference store and the twelve leak classes (the first split in two: through the tracked
+/// wrappers, and through raw librocksdb-sys where only the bytes can tell).
+pub const CATALOG: [Mutant; 14] = [
+    Mutant { name: "reference", variant: Variant::Correct, description: "the reference store, nothing planted", expected: &[], invisible_to: &[] },
+    Mutant {
+        name: "offsets-options-tracked",
+        variant: Variant::OffsetsOptionsUnownedTracked,
+        description: "offsets CF options created (tracked) and never owned (KAFKA-20616)",
+        expected: &["handles"],
+        invisible_to: &[],
+    },
+    Mutant {
+        name: "offsets-options-raw",
+        variant: Variant::OffsetsOptionsUnownedRaw,
+        description: "offsets CF options created through raw librocksdb-sys and never destroyed",
+        expected: &["bytes"],
+        invisible_to: &["handles"],
+    },
+    Mutant {
+        name: "marker-failure-skips-release",
+        variant: Variant::MarkerFailureSkipsRelease,
+        description: "a failed close-time marker write skips the release of the handles (KAFKA-20616)",
+        expected: &["handles", "fds", "integrity"],
+        invisible_to: &[],
+    },
+    Mutant {
+        name: "migrating-releases-first-only",
+        variant: Variant::MigratingReleasesFirstOnly,
+        description: "the migrating store releases only the first of its three CF handles on marker failure",
+        expected: &["handles"],
+        invisible_to: &[],
+    },
+    Mutant {
+        name: "open-failure-leaks-options",
+        variant: Variant::OpenFailureLeaksOptions,
+        description: "a failure during open, after the options were made, leaks them",
+        expected: &["handles"],
+        invisible_to: &[],
+    },
+    Mutant {
+        name: "scan-iterator-leak",
+        variant: Variant::ScanIteratorLeak,
+        description: "a range-scan iterator is never released (KAFKA-19748)",
+        expected: &["handles", "fds"],
+        invisible_to: &[],
+    },
+    Mutant {
+        name: "segment-never-closed",
+        variant: Variant::SegmentNeverClosed,
+        description: "a segment DB is never closed: LOCK held, SST files open and mapped",
+        expected: &["handles", "fds", "maps", "integrity"],
+        invisible_to: &[],
+    },
+    Mutant {
+        name: "private-cache-per-segment",
+        variant: Variant::PrivateCachePerSegment,
+        description: "each segment makes a private 8 MiB cache instead of the declared shared one",
+        expected: &["handles"],
+        invisible_to: &[],
+    },
+    Mutant {
+        name: "unpruned-registry",
+        variant: Variant::UnprunedRegistry,
+        description: "expired segments kept in a registry never pruned: reachable, never freed",
+        expected: &["handles", "fds"],
+        invisible_to: &[],
+    },
+    Mutant {
+        name: "swallowed-close-error",
+        variant: Variant::SwallowedCloseError,
+        description: "a close error dropped without being looked at",
+        expected: &["swallowed"],
+        invisible_to: &["handles"],
+    },
+    Mutant {
+        name: "commit-before-write",
+        variant: Variant::CommitBeforeWrite,
+        description: "offsets committed before the output write succeeded (KAFKA-19479)",
+        expected: &["integrity"],
+        invisible_to: &["handles", "bytes"],
+    },
+    Mutant {
+        name: "restore-drops-batch",
+        variant: Variant::RestoreDropsBatch,
+        description: "restore drops the rest of a batch after one malformed offset key (KAFKA-15800)",
+        expected: &["integrity"],
+        invisible_to: &["handles", "bytes"],
+    },
+    Mutant {
+        name: "raw-malloc-per-cycle",
+        variant: Variant::RawMallocPerCycle,
+        description: "a raw C allocation of 1 KiB per cycle, no handle at all",
+        expected: &["bytes"],
+        invisible_to: &["handles"],
+    },
+];
+
+/// The catalog entry by name.
+pub fn mutant(name: &str) -> Option<&'static Mutant> {
+    CATALOG.iter().find(|m| m.name == name)
+}
+
+/// The class of a signal: `handles`, `bytes`, `fds`, `maps`, `threads`, `integrity` or
+/// `swallowed`.
+pub fn signal_class(signal: &str) -> &'static str {
+    match signal {
+        s if s.starts_with("live_handles") => "handles",
+        "unshared_caches_open" => "handles",
+        "open_fds" | "open_fds_under_dir" => "fds",
+        "maps" | "maps_under_dir" => "maps",
+        "threads" => "threads",
+        "integrity" => "integrity",
+        "swallowed_close_errors" => "swallowed",
+        "baseline_return" => "baseline",
+        _ => "bytes",
+    }
+}
+
+/// What one variant's run showed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct MutantOutcome {
+    /// The variant's name.
+    pub variant: String,
+    /// Whether any signal said "leak".
+    pub detected: bool,
+    /// Classes of the signals that said "leak".
+    pub signals: Vec<String>,
+    /// The signals that said "leak", by name.
+    pub signal_names: Vec<String>,
+    /// Seconds from the start of the run to the first leak verdict (the run's length when none).
+    pub seconds: f64,
+    /// Cycles to the first leak verdict.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cycles_to_verdict: Option<u64>,
+    /// Cycles run.
+    pub cycles: u64,
+    /// Creation sites (`file:line:column`) of the retained handles the ledger names.
+    pub sites: Vec<String>,
+    /// Owner paths of the retained handles.
+    pub owners: Vec<String>,
+    /// The first integrity problems.
+    pub integrity_problems: Vec<String>,
+    /// Expected classes (from the catalog).
+    pub expected: Vec<String>,
+}
+
+fn leaking(v: &RunVerdict) -> BTreeSet<String> {
+    v.signals.iter().filter(|s| s.verdict == Verdict::Leak && !s.informational).map(|s| s.signal.clone()).collect()
+}
+
+/// Runs one catalog entry for `cycles` cycles in `dir` under [`PLAN`] and judges it.
+///
+/// # Errors
+/// When the store cannot be set up or its directory watched.
+pub fn run_mutant(m: &Mutant, dir: &Path, cycles: u64) -> Result<MutantOutcome, HarnessError> {
+    let ledger = Ledger::new();
+    let mut config = ReferenceConfig::new(dir);
+    config.variant = m.variant;
+    let mut store = ReferenceStore::new(config, &ledger).map_err(|e| HarnessError::Setup(e.to_string()))?;
+    let mut cfg = HarnessConfig::default();
+    cfg.cycles = cycles;
+    cfg.plan = FaultPlan::parse(PLAN).map_err(HarnessError::Plan)?;
+    let harness = Harness::new(cfg);
+    let analysis = harness.config.analysis;
+    let start = Instant::now();
+    // Elapsed seconds at the end of each cycle, and the first checkpoint at which each
+    // statistical signal said "leak": the time to verdict counts only signals that still say so
+    // at the end, not a passing alarm.
+    let mut times: Vec<f64> = Vec::with_capacity(cycles as usize);
+    let mut first_statistical: BTreeMap<String, u64> = BTreeMap::new();
+    let report = harness.run_observed(&mut store, &ledger, |p| {
+        times.push(start.elapsed().as_secs_f64());
+        let n = p.samples.len();
+        if n > analysis.warmup_cycles + 10 && n % 10 == 0 {
+            for name in leaking(&analyze(p.samples, None, None, &analysis)) {
+                first_statistical.entry(name).or_insert(p.record.cycle);
+            }
+        }
+        ControlFlow::Continue(())
+    })?;
+    let names = leaking(&report.verdict);
+    let first_cycle = names
+        .iter()
+        .filter_map(|n| {
+            let s = report.verdict.signal(n)?;
+            s.first_cycle_with_residue.map(|c| c as u64).or_else(|| first_statistical.get(n).copied())
+        })
+        .min();
+    let classes: BTreeSet<String> = names.iter().map(|n| signal_class(n).to_string()).collect();
+    let detected = report.verdict.verdict == Verdict::Leak;
+    let mut sites = BTreeSet::new();
+    let mut owners = BTreeSet::new();
+    for g in &report.ledger.retained {
+        sites.extend(g.site.clone());
+        owners.extend(g.owner.clone());
+    }
+    for r in &report.records {
+        sites.extend(r.unshared_cache_sites.iter().cloned());
+    }
+    let integrity_problems =
+        report.records.iter().flat_map(|r| r.integrity.problems.iter().cloned()).take(5).collect();
+    Ok(MutantOutcome {
+        variant: m.name.to_string(),
+        detected,
+        signals: classes.into_iter().collect(),
+        signal_names: names.into_iter().collect(),
+        seconds: first_cycle
+            .and_then(|c| times.get(c as usize).copied())
+            .unwrap_or_else(|| start.elapsed().as_secs_f64()),
+        cycles_to_verdict: first_cycle.map(|c| c + 1),
+        cycles: report.cycles_run,
+        sites: sites.into_iter().collect(),
+        owners: owners.into_iter().collect(),
+        integrity_problems,
+        expected: m.expected.iter().map(|s| s.to_string()).collect(),
+    })
+}
