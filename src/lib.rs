@@ -48,6 +48,7 @@ pub mod fault;
 pub mod harness;
 pub mod ledger;
 pub mod probe;
+pub mod report;
 #[cfg(feature = "rocksdb")]
 pub mod tracked;
 pub mod verdict;

@@ -195,6 +195,29 @@ pub struct CycleRecord {
     pub integrity: Integrity,
 }
 
+impl CycleRecord {
+    /// The record without its texts (phase messages, fault names, problems, sites): what the
+    /// exact signals need, in a few dozen bytes, for long soaks.
+    pub fn stripped(self) -> CycleRecord {
+        let strip = |p: Phase| match p {
+            Phase::Error(_) => Phase::Error(String::new()),
+            Phase::Panic(_) => Phase::Panic(String::new()),
+            other => other,
+        };
+        let mut integrity = self.integrity;
+        integrity.problems = Vec::new();
+        CycleRecord {
+            open: strip(self.open),
+            work: strip(self.work),
+            close: strip(self.close),
+            faults_fired: BTreeMap::new(),
+            unshared_cache_sites: Vec::new(),
+            integrity,
+            ..self
+        }
+    }
+}
+
 /// The harness's settings.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
@@ -215,6 +238,9 @@ pub struct HarnessConfig {
     pub plan: FaultPlan,
     /// Seed of the plan's probabilities.
     pub seed: u64,
+    /// Keep every cycle's full record in the report. A long soak passes each full record to the
+    /// observer and keeps only [`CycleRecord::stripped`] ones.
+    pub keep_records: bool,
 }
 
 impl Default for HarnessConfig {
@@ -231,6 +257,7 @@ impl Default for HarnessConfig {
             analysis: AnalysisConfig::default(),
             plan: FaultPlan::none(),
             seed: 0,
+            keep_records: true,
         }
     }
 }
@@ -416,8 +443,9 @@ impl Harness {
         };
         let mut bk = Bookkeeping::new();
         let mut swallowed_total = bk.track(|| ledger.report().swallowed_close_errors.len());
-        let mut records = bk.track(|| Vec::with_capacity(cfg.cycles.min(1 << 20) as usize));
-        let mut samples = bk.track(|| Vec::with_capacity((cfg.cycles / cfg.sample_every.max(1)).min(1 << 20) as usize));
+        let mut records = bk.track(|| Vec::with_capacity(if cfg.keep_records { cfg.cycles.min(10_000) as usize } else { 1 }));
+        let mut samples = bk.track(|| Vec::with_capacity((cfg.cycles / cfg.sample_every.max(1)).min(10_000) as usize));
+        let mut cycles_run = 0;
         let mut baseline = with_rocksdb(store, probe.settled_sample(cfg.settle).sample);
         baseline.bookkeeping_bytes = bk.bytes();
         for cycle in 0..cfg.cycles {
@@ -429,14 +457,16 @@ impl Harness {
                 let sample = bk.track(|| CycleSample::new(cycle, s, record.retained_handles.clone(), settled.settled));
                 bk.track(|| samples.push(sample));
             }
-            bk.track(|| records.push(record));
+            cycles_run += 1;
             let stop = bk.track(|| {
                 let progress = Progress {
-                    record: records.last().expect("just pushed"),
+                    record: &record,
                     sample: samples.last().filter(|s| s.cycle == cycle),
                     samples: &samples,
                 };
-                observe(&progress).is_break()
+                let stop = observe(&progress).is_break();
+                records.push(if cfg.keep_records { record } else { record.stripped() });
+                stop
             });
             if stop {
                 break;
@@ -448,7 +478,7 @@ impl Harness {
         analysis.instances_per_cycle = store.instances_per_cycle();
         let verdict = verdict_of(&records, &samples, &baseline, &last, &analysis);
         Ok(HarnessReport {
-            cycles_run: records.len() as u64,
+            cycles_run,
             plan: cfg.plan.to_string(),
             seed: cfg.seed,
             baseline,

@@ -142,21 +142,7 @@ pub fn mutant(name: &str) -> Option<&'static Mutant> {
     CATALOG.iter().find(|m| m.name == name)
 }
 
-/// The class of a signal: `handles`, `bytes`, `fds`, `maps`, `threads`, `integrity` or
-/// `swallowed`.
-pub fn signal_class(signal: &str) -> &'static str {
-    match signal {
-        s if s.starts_with("live_handles") => "handles",
-        "unshared_caches_open" => "handles",
-        "open_fds" | "open_fds_under_dir" => "fds",
-        "maps" | "maps_under_dir" => "maps",
-        "threads" => "threads",
-        "integrity" => "integrity",
-        "swallowed_close_errors" => "swallowed",
-        "baseline_return" => "baseline",
-        _ => "bytes",
-    }
-}
+pub use crate::report::signal_class;
 
 /// What one variant's run showed.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -200,9 +186,7 @@ pub fn run_mutant(m: &Mutant, dir: &Path, cycles: u64) -> Result<MutantOutcome, 
     let mut config = ReferenceConfig::new(dir);
     config.variant = m.variant;
     let mut store = ReferenceStore::new(config, &ledger).map_err(|e| HarnessError::Setup(e.to_string()))?;
-    let mut cfg = HarnessConfig::default();
-    cfg.cycles = cycles;
-    cfg.plan = FaultPlan::parse(PLAN).map_err(HarnessError::Plan)?;
+    let cfg = HarnessConfig { cycles, plan: FaultPlan::parse(PLAN).map_err(HarnessError::Plan)?, ..HarnessConfig::default() };
     let harness = Harness::new(cfg);
     let analysis = harness.config.analysis;
     let start = Instant::now();

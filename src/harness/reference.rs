@@ -240,14 +240,22 @@ pub struct OpenStores {
     tasks: Vec<TaskStore>,
 }
 
-/// Per-task state that outlives a cycle.
-struct TaskState {
+/// What a task knows about its data, updated the moment something happens (a segment made or
+/// destroyed, an offset committed), so that an error or a panic later in the cycle cannot make
+/// it forget.
+#[derive(Debug, Clone, Default)]
+struct Book {
     /// Offsets known to be committed durably, per partition: the truth restore must return.
     committed: BTreeMap<u32, u64>,
     /// Segments alive on disk.
     live: BTreeSet<u64>,
     /// Segments destroyed; their directories must be gone.
     destroyed: BTreeSet<u64>,
+}
+
+/// Per-task state that outlives a cycle.
+struct TaskState {
+    book: Mutex<Book>,
     /// The task's block cache, shared by its segments' data column families (declared shared).
     cache: TrackedCache,
     /// The task's write buffer manager, shared by its segments (declared shared).
@@ -297,13 +305,7 @@ impl ReferenceStore {
                 let write_buffers = TrackedWriteBufferManager::new_with_cache(ledger, config.write_buffer_bytes, false, &cache);
                 ledger.declare_shared(cache.token());
                 ledger.declare_shared(write_buffers.token());
-                TaskState {
-                    committed: BTreeMap::new(),
-                    live: BTreeSet::new(),
-                    destroyed: BTreeSet::new(),
-                    cache,
-                    write_buffers,
-                }
+                TaskState { book: Mutex::new(Book::default()), cache, write_buffers }
             })
             .collect();
         Ok(ReferenceStore { config, tasks, owners: Arc::default(), planted: Mutex::new(Planted::default()) })
@@ -446,7 +448,8 @@ impl ReferenceStore {
         let claim = OwnerClaim { owners: self.owners.clone(), task };
         let mut store =
             TaskStore { _claim: claim, task, segments: BTreeMap::new(), restored: BTreeMap::new(), malformed_skipped: 0 };
-        for &id in &state.live {
+        let live = lock(&state.book).live.clone();
+        for id in live {
             let seg = self.open_segment(ctx, task, id)?;
             store.segments.insert(id, seg);
         }
@@ -459,10 +462,10 @@ impl ReferenceStore {
         Ok(store)
     }
 
-    fn work_task(&self, ctx: &CycleCtx<'_>, store: &mut TaskStore) -> Result<TaskProgress, StoreError> {
+    fn work_task(&self, ctx: &CycleCtx<'_>, store: &mut TaskStore) -> Result<(), StoreError> {
         let task = store.task;
         let _owner = owner_scope(format!("task 0_{task}"));
-        let mut progress = TaskProgress::default();
+        let book = &self.tasks[task as usize].book;
         let sync_without_wal = || {
             // A real write error: RocksDB rejects a synced write with the WAL disabled.
             let mut w = TrackedWriteOptions::new(ctx.ledger);
@@ -496,7 +499,7 @@ impl ReferenceStore {
                         return Err(err);
                     }
                     slot.insert(self.open_segment(ctx, task, id)?);
-                    progress.created.insert(id);
+                    lock(book).live.insert(id);
                 }
                 let seg = &store.segments[&id];
                 let batch = by_segment.entry(id).or_insert_with(|| TrackedWriteBatch::new(ctx.ledger));
@@ -515,7 +518,7 @@ impl ReferenceStore {
                 // Planted (KAFKA-19479): progress claimed before the output is written.
                 // PLANTED(commit-before-write)
                 commit(store)?;
-                progress.committed.insert(p, end);
+                lock(book).committed.insert(p, end);
             }
             for (id, batch) in by_segment {
                 let w = if ctx.faults.check_error("work.write") { sync_without_wal() } else { TrackedWriteOptions::new(ctx.ledger) };
@@ -526,7 +529,7 @@ impl ReferenceStore {
             }
             if self.config.variant != Variant::CommitBeforeWrite {
                 commit(store)?;
-                progress.committed.insert(p, end);
+                lock(book).committed.insert(p, end);
             }
             store.restored.insert(p, end);
         }
@@ -540,7 +543,6 @@ impl ReferenceStore {
             }
         }
         self.scan(ctx, store)?;
-        progress.scanned = true;
         // Retention: segments that fell out of the window are closed and destroyed.
         let keep_from = self.retained_from(task, store);
         let expired: Vec<u64> = store.segments.keys().copied().filter(|&id| id < keep_from).collect();
@@ -557,18 +559,22 @@ impl ReferenceStore {
                     drop(seg._db_options);
                 }
                 let _ = Db::destroy(&opts, &path);
+                {
+                    let mut b = lock(book);
+                    b.live.remove(&id);
+                    b.destroyed.insert(id);
+                }
                 std::fs::remove_dir_all(&path).or_else(|e| if e.kind() == std::io::ErrorKind::NotFound { Ok(()) } else { Err(e) }).map_err(io(&path))?;
-                progress.destroyed.insert(id);
             }
         }
-        Ok(progress)
+        Ok(())
     }
 
     /// The oldest segment id within the retention: stream time is the newest segment ever made
     /// (open now, or on disk from earlier cycles).
     fn retained_from(&self, task: u32, store: &TaskStore) -> u64 {
-        let state = &self.tasks[task as usize];
-        let newest = store.segments.keys().chain(state.live.iter()).chain(state.destroyed.iter()).copied().max().unwrap_or(0);
+        let book = lock(&self.tasks[task as usize].book);
+        let newest = store.segments.keys().chain(book.live.iter()).chain(book.destroyed.iter()).copied().max().unwrap_or(0);
         newest.saturating_sub(u64::from(self.config.segments) - 1)
     }
 
@@ -711,9 +717,9 @@ impl ReferenceStore {
 
     fn check_task(&self, ctx: &CycleCtx<'_>, task: u32) -> Integrity {
         let _owner = owner_scope(format!("check task 0_{task}"));
-        let state = &self.tasks[task as usize];
+        let book = lock(&self.tasks[task as usize].book).clone();
         let mut report = Integrity::default();
-        for id in &state.destroyed {
+        for id in &book.destroyed {
             if self.segment_dir(task, *id).exists() {
                 report.stale_dirs += 1;
                 report.problem(format!("task {task}: destroyed segment {id} is still on disk"));
@@ -721,7 +727,7 @@ impl ReferenceStore {
         }
         let mut restored = BTreeMap::new();
         let mut present: BTreeMap<u32, BTreeSet<u64>> = BTreeMap::new();
-        for &id in &state.live {
+        for &id in &book.live {
             let (db_options, cfs) = self.segment_options(ctx.ledger, task);
             let path = self.segment_dir(task, id);
             let seg = match Db::open_cf_descriptors(&db_options, &path, cfs) {
@@ -766,8 +772,8 @@ impl ReferenceStore {
                 report.problem(format!("task {task} segment {id}: close after check failed: {e}"));
             }
         }
-        let oldest_live = state.live.iter().next().copied();
-        for (&p, &truth) in &state.committed {
+        let oldest_live = book.live.iter().next().copied();
+        for (&p, &truth) in &book.committed {
             let got = restored.get(&p).copied().unwrap_or(0);
             if got < truth {
                 report.offsets_dropped_by_restore += 1;
@@ -788,14 +794,6 @@ impl ReferenceStore {
         }
         report
     }
-}
-
-#[derive(Default)]
-struct TaskProgress {
-    committed: BTreeMap<u32, u64>,
-    created: BTreeSet<u64>,
-    destroyed: BTreeSet<u64>,
-    scanned: bool,
 }
 
 impl Segment {
@@ -873,43 +871,27 @@ impl Lifecycle for ReferenceStore {
         let cells: Vec<Mutex<Option<TaskStore>>> = store.tasks.drain(..).map(|t| Mutex::new(Some(t))).collect();
         let index: BTreeMap<u32, usize> = cells.iter().enumerate().map(|(i, c)| (lock(c).as_ref().map_or(0, |t| t.task), i)).collect();
         let this = &*self;
-        let results = this.on_workers(ctx.cycle, index.keys().copied().collect(), |t, _| {
-            let cell = &cells[index[&t]];
-            let mut guard = lock(cell);
-            match guard.as_mut() {
-                Some(task_store) => this.work_task(ctx, task_store),
-                None => Ok(TaskProgress::default()),
-            }
-        });
-        // Give the stores back to the caller before looking at results: close must see them all.
+        // A worker may panic (an injected panic, a bug): catch it here so that every task's store,
+        // with the segments it created this cycle, goes back to the caller and reaches close.
+        let results = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            this.on_workers(ctx.cycle, index.keys().copied().collect(), |t, _| {
+                let cell = &cells[index[&t]];
+                let mut guard = lock(cell);
+                match guard.as_mut() {
+                    Some(task_store) => this.work_task(ctx, task_store),
+                    None => Ok(()),
+                }
+            })
+        }));
         store.tasks = cells.into_iter().filter_map(|c| c.into_inner().unwrap_or_else(|p| p.into_inner())).collect();
-        let mut first_error = None;
-        for (t, r) in results? {
-            match r {
-                Ok(progress) => {
-                    let state = &mut self.tasks[t as usize];
-                    state.committed.extend(progress.committed);
-                    state.live.extend(progress.created);
-                    for id in progress.destroyed {
-                        state.live.remove(&id);
-                        state.destroyed.insert(id);
-                    }
-                    let _ = progress.scanned;
-                }
-                Err(e) => {
-                    first_error.get_or_insert(e);
-                }
-            }
-        }
-        first_error.map_or(Ok(()), Err)
+        let results = match results {
+            Ok(r) => r,
+            Err(payload) => std::panic::resume_unwind(payload),
+        };
+        results?.into_iter().map(|(_, r)| r).find(Result::is_err).unwrap_or(Ok(()))
     }
 
     fn close(&mut self, store: OpenStores, ctx: &CycleCtx<'_>) -> Result<(), StoreError> {
-        // Segments created by a work phase that failed midway are live on disk too.
-        for t in &store.tasks {
-            let state = &mut self.tasks[t.task as usize];
-            state.live.extend(t.segments.keys().copied());
-        }
         let cells: Vec<Mutex<Option<TaskStore>>> = store.tasks.into_iter().map(|t| Mutex::new(Some(t))).collect();
         let index: BTreeMap<u32, usize> = cells.iter().enumerate().map(|(i, c)| (lock(c).as_ref().map_or(0, |t| t.task), i)).collect();
         let results = self.on_workers(ctx.cycle, index.keys().copied().collect(), |t, _| {

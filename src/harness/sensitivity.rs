@@ -70,11 +70,8 @@ pub struct FalsePositives {
 const BYTES_SIGNAL: &str = "unexplained_bytes";
 
 fn harness(cycles: u64) -> Harness {
-    let mut cfg = HarnessConfig::default();
-    cfg.cycles = cycles;
     // Integrity is not what is measured here; leave the reopen out of the cycle.
-    cfg.check_every = 0;
-    Harness::new(cfg)
+    Harness::new(HarnessConfig { cycles, check_every: 0, ..HarnessConfig::default() })
 }
 
 fn run<L: Lifecycle>(

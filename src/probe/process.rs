@@ -61,13 +61,16 @@ fn proc_err(path: &str) -> impl FnOnce(io::Error) -> ProbeError + '_ {
     move |source| ProbeError::Proc { path: PathBuf::from(path), source }
 }
 
+/// `(VmRSS, RssAnon in bytes, Threads)`.
+type Status = (Option<u64>, Option<u64>, Option<u64>);
+
 /// `(VmRSS, RssAnon in bytes, Threads)` from `/proc/self/status`.
-fn status() -> Result<(Option<u64>, Option<u64>, Option<u64>), ProbeError> {
+fn status() -> Result<Status, ProbeError> {
     let text = fs::read_to_string("/proc/self/status").map_err(proc_err("/proc/self/status"))?;
     Ok(parse_status(&text))
 }
 
-pub(crate) fn parse_status(text: &str) -> (Option<u64>, Option<u64>, Option<u64>) {
+pub(crate) fn parse_status(text: &str) -> Status {
     // "VmRSS:\t   12345 kB"
     let kib = |rest: &str| {
         let mut parts = rest.split_whitespace();

@@ -1,0 +1,336 @@
+//! The `leakcheck` command line. Parses arguments, calls the library, maps outcomes to exit
+//! codes: 0 clean, 1 leak found (or a regression, for `compare`), 2 usage or environment error,
+//! 3 inconclusive (not enough cycles to decide either way).
+
+mod mutants;
+mod run;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use clap::{Args, Parser, Subcommand};
+use leakcheck::probe::{self, Probe};
+use leakcheck::Verdict;
+
+// The Rust side allocates through jemalloc too (with rocksdb's `jemalloc` feature, `malloc` is
+// jemalloc anyway; this also covers builds without it).
+#[global_allocator]
+static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
+#[derive(Parser)]
+#[command(name = "leakcheck", version, about = "Proves that code built on RocksDB releases every native resource it creates")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+/// Settings shared by `check` and `soak`.
+#[derive(Args, Debug, Clone)]
+pub struct RunArgs {
+    /// Tasks of the reference store.
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub tasks: u32,
+    /// Live segments per task.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub segments: u32,
+    /// Cycles to run (with --duration: at most this many).
+    #[arg(long)]
+    pub cycles: Option<u64>,
+    /// Run for this long (for example 90s, 30m, 8h, 1h30m).
+    #[arg(long, value_parser = parse_duration)]
+    pub duration: Option<Duration>,
+    /// Fault plan, for example `close.marker=10%,open.db=nth:2` (default: one that reaches every
+    /// close path; LEAKCHECK_FAULTS when set; `none` for no faults).
+    #[arg(long)]
+    pub faults: Option<String>,
+    /// Seed of the fault plan's probabilities.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Ledger tracking depth: counts, sites or backtraces (default: LEAKCHECK_TRACKING, else
+    /// sites).
+    #[arg(long)]
+    pub tracking: Option<String>,
+    /// Directory for the report (report.json, samples.csv, plot.svg, plot.png).
+    #[arg(long)]
+    pub report: Option<PathBuf>,
+    /// Rewrite the report every this many cycles.
+    #[arg(long, default_value_t = 25, value_parser = clap::value_parser!(u64).range(1..))]
+    pub report_every: u64,
+    /// Take a memory sample every this many cycles.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    pub sample_every: Option<u64>,
+    /// Where the store's data lives (default: a temporary directory, removed afterwards).
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
+    /// Print the report as JSON on stdout (progress goes to stderr).
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Leak-check the built-in reference store (the main job): verdict table, exit 0 clean,
+    /// 1 leak, 3 inconclusive.
+    Check(RunArgs),
+    /// A long run with progress, a crash-safe report rewritten as it goes, and plots.
+    Soak(RunArgs),
+    /// Compare two reports (old, new): exit 1 when the new run regressed in verdict, leak rate or
+    /// time per cycle.
+    Compare {
+        /// The older report.json.
+        old: PathBuf,
+        /// The newer report.json.
+        new: PathBuf,
+        /// Allowed growth of the leak rate, bytes per cycle.
+        #[arg(long, default_value_t = 64.0)]
+        max_rate_increase: f64,
+        /// Allowed growth of the time per cycle, in percent.
+        #[arg(long, default_value_t = 25.0)]
+        max_overhead_increase: f64,
+        /// Print the comparison as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run the planted-leak catalog (one process per variant) and print the detection matrix:
+    /// exit 0 only when every variant is detected and the reference store is clean.
+    Mutants {
+        /// Cycles per variant.
+        #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(30..))]
+        cycles: u64,
+        /// Print JSON: one object per variant.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run one catalog variant in this process and print its outcome as JSON (used by `mutants`).
+    #[command(hide = true)]
+    Mutant {
+        /// The variant's name.
+        name: String,
+        /// Cycles.
+        #[arg(long, default_value_t = 100)]
+        cycles: u64,
+    },
+    /// Sensitivity table: planted native leaks of several sizes against cycles to a leak
+    /// verdict, and false positives over clean runs, for the fresh-DB loop and the reference store.
+    Sensitivity {
+        /// Clean runs per scenario for the false-positive rate.
+        #[arg(long, default_value_t = 20)]
+        runs: u32,
+        /// Cycles per run (the limit for detection, the length of clean runs).
+        #[arg(long, default_value_t = 500)]
+        cycles: u64,
+        /// Leak sizes in bytes per cycle.
+        #[arg(long, value_delimiter = ',', default_values_t = [64usize, 128, 256, 1024, 16384])]
+        sizes: Vec<usize>,
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print one memory and OS-resource sample of this process.
+    Sample {
+        /// Also count open files and memory maps under this directory.
+        #[arg(long)]
+        dir: Option<PathBuf>,
+        /// Purge jemalloc's arenas and flush the thread cache before reading.
+        #[arg(long)]
+        purge: bool,
+        /// Print the sample as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Prove that native (C and C++) allocations are visible to jemalloc's counters.
+    Coverage,
+}
+
+/// Exit code of a verdict.
+pub fn verdict_code(v: Verdict) -> ExitCode {
+    match v {
+        Verdict::Clean => ExitCode::SUCCESS,
+        Verdict::Leak => ExitCode::from(1),
+        Verdict::Inconclusive => ExitCode::from(3),
+    }
+}
+
+/// Parses `90s`, `30m`, `8h`, `2d`, `1h30m`, `500ms`; a bare number is seconds.
+fn parse_duration(text: &str) -> Result<Duration, String> {
+    let bad = || format!("invalid duration `{text}`: expected for example 90s, 30m, 8h or 1h30m");
+    let t = text.trim();
+    if t.is_empty() {
+        return Err(bad());
+    }
+    if let Ok(secs) = t.parse::<u64>() {
+        return Ok(Duration::from_secs(secs));
+    }
+    let mut total = Duration::ZERO;
+    let mut rest = t;
+    while !rest.is_empty() {
+        let digits = rest.find(|c: char| !c.is_ascii_digit()).ok_or_else(bad)?;
+        if digits == 0 {
+            return Err(bad());
+        }
+        let n: u64 = rest[..digits].parse().map_err(|_| bad())?;
+        rest = &rest[digits..];
+        let unit_len = rest.find(|c: char| c.is_ascii_digit()).unwrap_or(rest.len());
+        let unit = match &rest[..unit_len] {
+            "ms" => Duration::from_millis(n),
+            "s" => Duration::from_secs(n),
+            "m" => Duration::from_secs(n * 60),
+            "h" => Duration::from_secs(n * 3600),
+            "d" => Duration::from_secs(n * 86_400),
+            _ => return Err(bad()),
+        };
+        total += unit;
+        rest = &rest[unit_len..];
+    }
+    if total.is_zero() {
+        return Err(format!("invalid duration `{text}`: must be longer than zero"));
+    }
+    Ok(total)
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            use clap::error::ErrorKind;
+            if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand) {
+                let _ = e.print();
+                return if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand { ExitCode::from(2) } else { ExitCode::SUCCESS };
+            }
+            // One clear line naming the problem.
+            let text = e.to_string();
+            let line = text.lines().next().unwrap_or("invalid arguments").trim_start_matches("error: ");
+            eprintln!("leakcheck: {line} (see leakcheck --help)");
+            return ExitCode::from(2);
+        }
+    };
+    match dispatch(cli) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("leakcheck: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn dispatch(cli: Cli) -> Result<ExitCode> {
+    match cli.command {
+        Command::Check(args) => run::run("check", args),
+        Command::Soak(args) => run::run("soak", args),
+        Command::Compare { old, new, max_rate_increase, max_overhead_increase, json } => {
+            run::compare(&old, &new, max_rate_increase, max_overhead_increase, json)
+        }
+        Command::Mutants { cycles, json } => mutants::all(cycles, json),
+        Command::Mutant { name, cycles } => mutants::one(&name, cycles),
+        Command::Sensitivity { runs, cycles, sizes, json } => sensitivity(runs, cycles, &sizes, json),
+        Command::Sample { dir, purge, json } => {
+            let mut probe = Probe::new().purge(purge);
+            if let Some(dir) = &dir {
+                probe = probe.watch_dir(dir).with_context(|| format!("--dir {}", dir.display()))?;
+            }
+            let sample = probe.sample();
+            if json {
+                println!("{}", serde_json::to_string_pretty(&sample)?);
+            } else {
+                print_sample(&sample, dir.is_some());
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Coverage => {
+            let malloc = probe::check_malloc_coverage().context("allocator coverage")?;
+            println!(
+                "C malloc:        {} B requested, jemalloc allocated +{} B",
+                malloc.requested_bytes, malloc.allocated_delta_bytes
+            );
+            let rocks = probe::check_rocksdb_coverage().context("allocator coverage")?;
+            println!("RocksDB memtable: {} B written, jemalloc allocated +{} B", rocks.written_bytes, rocks.allocated_delta_bytes);
+            println!("native allocations are visible to jemalloc");
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+fn sensitivity(runs: u32, cycles: u64, sizes: &[usize], json: bool) -> Result<ExitCode> {
+    use leakcheck::harness::sensitivity::{detect, false_positives, Scenario};
+    let dir = tempfile::Builder::new().prefix("leakcheck-sensitivity").tempdir()?;
+    let mut detections = Vec::new();
+    let mut fps = Vec::new();
+    for scenario in [Scenario::FreshDb, Scenario::Reference] {
+        for &size in sizes {
+            let d = detect(scenario, &dir.path().join(format!("{}-{size}", scenario.name())), size, cycles)?;
+            if !json {
+                println!(
+                    "{:<10} leak {:>6} B/cycle: {:>14}  slope {:>9.1} B/cycle  ({:.1} s)",
+                    scenario.name(),
+                    size,
+                    d.cycles_to_verdict.map_or("not flagged".to_string(), |c| format!("flagged at {c}")),
+                    d.slope_per_cycle.unwrap_or(f64::NAN),
+                    d.seconds
+                );
+            }
+            detections.push(d);
+        }
+        let fp = false_positives(scenario, &dir.path().join(format!("{}-clean", scenario.name())), runs, cycles)?;
+        if !json {
+            println!(
+                "{:<10} clean: {} false positives, {} inconclusive in {} runs of {} cycles",
+                scenario.name(),
+                fp.false_positives,
+                fp.inconclusive,
+                fp.runs,
+                fp.cycles
+            );
+        }
+        fps.push(fp);
+    }
+    if json {
+        println!("{}", serde_json::json!({ "detections": detections, "false_positives": fps }));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_sample(sample: &leakcheck::Sample, watched: bool) {
+    let opt = |v: Option<u64>| v.map_or_else(|| "unavailable".to_string(), |v| v.to_string());
+    match &sample.jemalloc {
+        Some(j) => {
+            println!("jemalloc allocated  {:>14} B", j.allocated_bytes);
+            println!("jemalloc active     {:>14} B", j.active_bytes);
+            println!("jemalloc resident   {:>14} B", j.resident_bytes);
+            println!("jemalloc mapped     {:>14} B", j.mapped_bytes);
+            println!("jemalloc retained   {:>14} B", j.retained_bytes);
+            println!("jemalloc metadata   {:>14} B", j.metadata_bytes);
+            println!("purged before read  {:>14}", j.purged);
+        }
+        None => println!("jemalloc            unavailable"),
+    }
+    let p = &sample.process;
+    println!("rss                 {:>14} B", opt(p.rss_bytes));
+    println!("rss anonymous       {:>14} B", opt(p.rss_anon_bytes));
+    println!("threads             {:>14}", opt(p.threads));
+    println!("open fds            {:>14}", opt(p.open_fds));
+    println!("memory maps         {:>14}", opt(p.maps));
+    if watched {
+        println!("open fds under dir  {:>14}", opt(p.open_fds_under_dir));
+        println!("maps under dir      {:>14}", opt(p.maps_under_dir));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_duration;
+    use std::time::Duration;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("90s"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_duration("1h30m"), Ok(Duration::from_secs(5400)));
+        assert_eq!(parse_duration("8h"), Ok(Duration::from_secs(28800)));
+        assert_eq!(parse_duration("45"), Ok(Duration::from_secs(45)));
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        for bad in ["", "8x", "h", "1.5h", "-3s", "0s", "3 h"] {
+            assert!(parse_duration(bad).is_err(), "{bad}");
+        }
+    }
+}

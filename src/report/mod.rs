@@ -1,0 +1,459 @@
+//! Run reports: a versioned JSON schema, a CSV of samples, crash-safe writing, reading back with
+//! a schema check, comparison of two runs, and plots.
+//!
+//! Files are rewritten atomically (write a temporary file in the same directory, sync it, rename
+//! it over the old one), so a run killed at any moment, even with SIGKILL, leaves the last
+//! complete report behind, never a torn one.
+
+mod plot;
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+pub use plot::{plot_svgs, Plot};
+
+use crate::harness::{CycleRecord, HarnessReport, Phase};
+use crate::verdict::{BaselineReturn, CycleSample, LeakRate, RunVerdict, SignalVerdict};
+use crate::{LeakReport, Verdict};
+
+/// The report schema's version. Readers reject other versions.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// The report file's name in a report directory.
+pub const REPORT_FILE: &str = "report.json";
+/// The samples file's name in a report directory.
+pub const SAMPLES_FILE: &str = "samples.csv";
+
+/// One signal's verdict as reports show it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct SignalEntry {
+    /// The signal (`unexplained_bytes`, `live_handles.Options`, `open_fds_under_dir`, ...).
+    pub name: String,
+    /// Its class: handles, bytes, fds, maps, threads, integrity or swallowed.
+    pub class: String,
+    /// clean, leak or inconclusive.
+    pub verdict: Verdict,
+    /// Unit of the values.
+    pub unit: String,
+    /// `exact` or `statistical`.
+    pub kind: String,
+    /// Shown for reference, not part of the run's verdict.
+    #[serde(default)]
+    pub informational: bool,
+    /// Statistical: slope per cycle.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slope_per_cycle: Option<f64>,
+    /// Statistical: lower confidence bound.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lower: Option<f64>,
+    /// Statistical: upper confidence bound.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upper: Option<f64>,
+    /// Statistical: the tolerance per cycle.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tolerance_per_cycle: Option<f64>,
+    /// Inconclusive: about how many more cycles would decide.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub more_cycles_needed: Option<u64>,
+    /// Exact: the largest residue.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_residue: Option<f64>,
+    /// Exact: the first cycle with a residue.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_cycle_with_residue: Option<usize>,
+}
+
+impl SignalEntry {
+    fn from_verdict(v: &SignalVerdict) -> Self {
+        use crate::verdict::Rule;
+        let (kind, tolerance) = match v.rule {
+            Rule::Exact { .. } => ("exact", None),
+            Rule::Statistical { tolerance_per_cycle, .. } => ("statistical", Some(tolerance_per_cycle)),
+        };
+        SignalEntry {
+            name: v.signal.clone(),
+            class: signal_class(&v.signal).to_string(),
+            verdict: v.verdict,
+            unit: v.unit.clone(),
+            kind: kind.to_string(),
+            informational: v.informational,
+            slope_per_cycle: v.slope_per_cycle,
+            lower: v.lower,
+            upper: v.upper,
+            tolerance_per_cycle: tolerance,
+            more_cycles_needed: v.more_cycles_needed,
+            max_residue: v.max_residue,
+            first_cycle_with_residue: v.first_cycle_with_residue,
+        }
+    }
+}
+
+/// The class of a signal: `handles`, `bytes`, `fds`, `maps`, `threads`, `integrity` or
+/// `swallowed`.
+pub fn signal_class(signal: &str) -> &'static str {
+    match signal {
+        s if s.starts_with("live_handles") => "handles",
+        "unshared_caches_open" => "handles",
+        "open_fds" | "open_fds_under_dir" => "fds",
+        "maps" | "maps_under_dir" => "maps",
+        "threads" => "threads",
+        "integrity" => "integrity",
+        "swallowed_close_errors" => "swallowed",
+        _ => "bytes",
+    }
+}
+
+/// What the run was asked to do.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunSettings {
+    /// The command (`check`, `soak`).
+    pub command: String,
+    /// Tasks of the reference store.
+    pub tasks: u32,
+    /// Segments per task.
+    pub segments: u32,
+    /// Cycle limit.
+    pub cycles: u64,
+    /// Time limit in seconds, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration_seconds: Option<f64>,
+    /// The fault plan.
+    pub plan: String,
+    /// The seed.
+    pub seed: u64,
+    /// The ledger's tracking depth.
+    pub tracking: String,
+}
+
+/// How the cycles ended.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct CycleSummary {
+    /// Cycles whose open returned an error.
+    pub open_errors: u64,
+    /// Cycles whose work returned an error.
+    pub work_errors: u64,
+    /// Cycles whose close returned an error.
+    pub close_errors: u64,
+    /// Cycles in which some phase panicked.
+    pub panics: u64,
+    /// Fault points fired, with counts.
+    pub faults_fired: BTreeMap<String, u64>,
+    /// Malformed offset entries skipped by restore.
+    pub malformed_offsets_skipped: u64,
+    /// Records checked by the integrity check.
+    pub records_checked: u64,
+    /// The first integrity problems.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub integrity_problems: Vec<String>,
+}
+
+impl CycleSummary {
+    /// Adds one cycle.
+    pub fn add(&mut self, r: &CycleRecord) {
+        let err = |p: &Phase| matches!(p, Phase::Error(_)) as u64;
+        self.open_errors += err(&r.open);
+        self.work_errors += err(&r.work);
+        self.close_errors += err(&r.close);
+        self.panics += [&r.open, &r.work, &r.close].iter().any(|p| matches!(p, Phase::Panic(_))) as u64;
+        for (k, v) in &r.faults_fired {
+            *self.faults_fired.entry(k.clone()).or_default() += v;
+        }
+        self.malformed_offsets_skipped = self.malformed_offsets_skipped.max(r.integrity.malformed_offsets_skipped);
+        self.records_checked += r.integrity.records_checked;
+        for p in &r.integrity.problems {
+            if self.integrity_problems.len() < 10 {
+                self.integrity_problems.push(format!("cycle {}: {p}", r.cycle));
+            }
+        }
+    }
+}
+
+/// A run's report (schema version [`SCHEMA_VERSION`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct RunReport {
+    /// The schema version.
+    pub schema_version: u32,
+    /// The tool and its version.
+    pub tool: String,
+    /// clean, leak or inconclusive.
+    pub verdict: Verdict,
+    /// False while a run is still going (a report rewritten mid-run).
+    pub complete: bool,
+    /// The run was stopped early by SIGINT or SIGTERM (the report covers the cycles run).
+    #[serde(default)]
+    pub interrupted: bool,
+    /// What was asked.
+    pub settings: RunSettings,
+    /// Cycles run.
+    pub cycles_run: u64,
+    /// Wall time so far.
+    pub elapsed_seconds: f64,
+    /// Mean wall time per cycle, in milliseconds: the overhead figure `compare` watches.
+    pub ms_per_cycle: f64,
+    /// One entry per signal.
+    pub signals: Vec<SignalEntry>,
+    /// The bytes signal's leak rate, per cycle and per store instance.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub leak_rate: Option<LeakRate>,
+    /// Return to the pre-run baseline.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub baseline_return: Option<BaselineReturn>,
+    /// How the cycles ended.
+    pub cycles_summary: CycleSummary,
+    /// The ledger after the last cycle.
+    pub ledger: LeakReport,
+}
+
+impl RunReport {
+    /// Builds a report from a verdict and what surrounds it.
+    pub fn new(
+        settings: RunSettings,
+        verdict: &RunVerdict,
+        summary: CycleSummary,
+        ledger: LeakReport,
+        cycles_run: u64,
+        elapsed_seconds: f64,
+        complete: bool,
+    ) -> Self {
+        RunReport {
+            schema_version: SCHEMA_VERSION,
+            tool: format!("leakcheck {}", env!("CARGO_PKG_VERSION")),
+            verdict: verdict.verdict,
+            complete,
+            interrupted: false,
+            settings,
+            cycles_run,
+            elapsed_seconds,
+            ms_per_cycle: if cycles_run > 0 { elapsed_seconds * 1e3 / cycles_run as f64 } else { 0.0 },
+            signals: verdict.signals.iter().map(SignalEntry::from_verdict).collect(),
+            leak_rate: verdict.leak_rate.clone(),
+            baseline_return: verdict.baseline_return.clone(),
+            cycles_summary: summary,
+            ledger,
+        }
+    }
+
+    /// A report of a finished harness run.
+    pub fn from_harness(settings: RunSettings, h: &HarnessReport, elapsed_seconds: f64) -> Self {
+        let mut summary = CycleSummary::default();
+        for r in &h.records {
+            summary.add(r);
+        }
+        Self::new(settings, &h.verdict, summary, h.ledger.clone(), h.cycles_run, elapsed_seconds, true)
+    }
+
+    /// The signal by name.
+    pub fn signal(&self, name: &str) -> Option<&SignalEntry> {
+        self.signals.iter().find(|s| s.name == name)
+    }
+
+    /// The bytes signal that the run's leak rate comes from.
+    pub fn bytes_signal(&self) -> Option<&SignalEntry> {
+        self.leak_rate.as_ref().and_then(|r| self.signal(&r.signal))
+    }
+}
+
+/// Reading or writing a report failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ReportError {
+    /// A file could not be read or written.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The file or directory.
+        path: PathBuf,
+        /// The error.
+        source: std::io::Error,
+    },
+    /// The file is not a report.
+    #[error("{}: not a leakcheck report: {source}", path.display())]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// The JSON error.
+        source: serde_json::Error,
+    },
+    /// The report has another schema version.
+    #[error("{}: report schema version {found}, this leakcheck reads version {expected}", path.display())]
+    SchemaVersion {
+        /// The file.
+        path: PathBuf,
+        /// The version in the file.
+        found: u64,
+        /// The version this build reads.
+        expected: u32,
+    },
+}
+
+fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> ReportError + '_ {
+    move |source| ReportError::Io { path: path.to_path_buf(), source }
+}
+
+/// Writes `bytes` to `path` atomically: a temporary file in the same directory, synced, renamed
+/// over `path`.
+///
+/// # Errors
+/// The I/O error, naming the file.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), ReportError> {
+    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let mut tmp = tempfile::Builder::new().prefix(".leakcheck-").suffix(".tmp").tempfile_in(dir).map_err(io_err(dir))?;
+    tmp.write_all(bytes).map_err(io_err(path))?;
+    tmp.as_file().sync_all().map_err(io_err(path))?;
+    tmp.persist(path).map_err(|e| ReportError::Io { path: path.to_path_buf(), source: e.error })?;
+    Ok(())
+}
+
+/// Checks that `dir` exists (creating it) and is writable, before any work, so a run never
+/// starts only to fail at its first report.
+///
+/// # Errors
+/// When the directory cannot be created or written.
+pub fn prepare_dir(dir: &Path) -> Result<(), ReportError> {
+    let existed = dir.exists();
+    fs::create_dir_all(dir).map_err(io_err(dir))?;
+    match tempfile::Builder::new().prefix(".leakcheck-probe-").tempfile_in(dir) {
+        Ok(probe) => {
+            drop(probe);
+            Ok(())
+        }
+        Err(source) => {
+            if !existed {
+                let _ = fs::remove_dir(dir);
+            }
+            Err(ReportError::Io { path: dir.to_path_buf(), source })
+        }
+    }
+}
+
+/// The CSV of samples: one row per sampled cycle.
+pub fn samples_csv(samples: &[CycleSample]) -> String {
+    let mut out = String::from(
+        "cycle,monotonic_ns,allocated_bytes,resident_bytes,explained_bytes,unexplained_bytes,bookkeeping_bytes,\
+         rocksdb_mem_table_bytes,rocksdb_table_readers_bytes,rocksdb_cache_bytes,rss_bytes,rss_anon_bytes,open_fds,\
+         open_fds_under_dir,maps,maps_under_dir,threads,retained_handles,settled\n",
+    );
+    let o = |v: Option<u64>| v.map(|v| v.to_string()).unwrap_or_default();
+    let oi = |v: Option<i64>| v.map(|v| v.to_string()).unwrap_or_default();
+    for c in samples {
+        let s = &c.sample;
+        let r = s.rocksdb;
+        let p = &s.process;
+        out.push_str(&format!(
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
+            c.cycle,
+            s.monotonic_ns,
+            o(s.allocated_bytes()),
+            o(s.jemalloc.map(|j| j.resident_bytes)),
+            s.explained_bytes(),
+            oi(s.unexplained_bytes()),
+            oi(s.bookkeeping_bytes),
+            o(r.map(|r| r.mem_table_total_bytes)),
+            o(r.map(|r| r.table_readers_total_bytes)),
+            o(r.map(|r| r.cache_total_bytes)),
+            o(p.rss_bytes),
+            o(p.rss_anon_bytes),
+            o(p.open_fds),
+            o(p.open_fds_under_dir),
+            o(p.maps),
+            o(p.maps_under_dir),
+            o(p.threads),
+            c.retained_handles.values().sum::<u64>(),
+            c.settled
+        ));
+    }
+    out
+}
+
+/// Writes the report and the samples CSV into `dir`, each atomically.
+///
+/// # Errors
+/// The I/O error, naming the file.
+pub fn write_dir(dir: &Path, report: &RunReport, samples: &[CycleSample]) -> Result<(), ReportError> {
+    let json = serde_json::to_vec_pretty(report).map_err(|source| ReportError::Parse { path: dir.join(REPORT_FILE), source })?;
+    write_atomic(&dir.join(SAMPLES_FILE), samples_csv(samples).as_bytes())?;
+    write_atomic(&dir.join(REPORT_FILE), &json)
+}
+
+/// Reads a report, checking its schema version first.
+///
+/// # Errors
+/// When the file cannot be read, is not JSON, is not a report, or has another schema version.
+pub fn read(path: &Path) -> Result<RunReport, ReportError> {
+    let text = fs::read(path).map_err(io_err(path))?;
+    let value: serde_json::Value =
+        serde_json::from_slice(&text).map_err(|source| ReportError::Parse { path: path.to_path_buf(), source })?;
+    let found = value.get("schema_version").and_then(serde_json::Value::as_u64);
+    match found {
+        Some(v) if v == u64::from(SCHEMA_VERSION) => {}
+        Some(v) => return Err(ReportError::SchemaVersion { path: path.to_path_buf(), found: v, expected: SCHEMA_VERSION }),
+        None => {
+            return Err(ReportError::Parse {
+                path: path.to_path_buf(),
+                source: serde::de::Error::custom("missing schema_version"),
+            })
+        }
+    }
+    serde_json::from_value(value).map_err(|source| ReportError::Parse { path: path.to_path_buf(), source })
+}
+
+/// Limits for [`compare`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CompareLimits {
+    /// The leak rate (bytes per cycle of the bytes signal) may grow by at most this much.
+    pub max_rate_increase_bytes: f64,
+    /// Time per cycle may grow by at most this fraction (0.2: 20%).
+    pub max_overhead_increase: f64,
+}
+
+impl Default for CompareLimits {
+    fn default() -> Self {
+        CompareLimits { max_rate_increase_bytes: 64.0, max_overhead_increase: 0.25 }
+    }
+}
+
+/// Two runs side by side.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct Comparison {
+    /// Old and new verdicts.
+    pub verdicts: (Verdict, Verdict),
+    /// Old and new leak rates (bytes per cycle).
+    pub rates: (Option<f64>, Option<f64>),
+    /// Old and new milliseconds per cycle.
+    pub ms_per_cycle: (f64, f64),
+    /// What got worse.
+    pub regressions: Vec<String>,
+}
+
+/// Compares a new run against an old one: a regression is a verdict that got worse, a leak rate
+/// that grew beyond the limit (by more than the new interval's half-width too, so noise is not a
+/// regression), or time per cycle that grew beyond the limit.
+pub fn compare(old: &RunReport, new: &RunReport, limits: CompareLimits) -> Comparison {
+    let rate = |r: &RunReport| r.leak_rate.as_ref().map(|l| l.bytes_per_cycle);
+    let mut regressions = Vec::new();
+    if new.verdict > old.verdict {
+        regressions.push(format!("verdict {} -> {}", old.verdict, new.verdict));
+    }
+    if let (Some(a), Some(b)) = (rate(old), rate(new)) {
+        let half = new.bytes_signal().and_then(|s| Some((s.upper? - s.lower?) / 2.0)).unwrap_or(0.0);
+        if b - a > limits.max_rate_increase_bytes.max(half) {
+            regressions.push(format!("leak rate {a:.1} -> {b:.1} B/cycle"));
+        }
+    }
+    if old.ms_per_cycle > 0.0 && new.ms_per_cycle > old.ms_per_cycle * (1.0 + limits.max_overhead_increase) {
+        regressions.push(format!("time per cycle {:.2} -> {:.2} ms", old.ms_per_cycle, new.ms_per_cycle));
+    }
+    Comparison {
+        verdicts: (old.verdict, new.verdict),
+        rates: (rate(old), rate(new)),
+        ms_per_cycle: (old.ms_per_cycle, new.ms_per_cycle),
+        regressions,
+    }
+}

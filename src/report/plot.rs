@@ -1,0 +1,185 @@
+//! Plots drawn by the tool itself, as SVG: bytes per cycle with the fitted slope, live handles
+//! per kind, open files and maps. A person should look at the plot, not read the JSON.
+
+use std::collections::BTreeSet;
+use std::fmt::Write;
+
+use crate::verdict::CycleSample;
+
+use super::RunReport;
+
+/// One finished SVG document.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Plot {
+    /// The file name to use (`plot.svg`).
+    pub file_name: String,
+    /// The SVG text.
+    pub svg: String,
+}
+
+const W: f64 = 960.0;
+const PANEL_H: f64 = 260.0;
+const MARGIN_L: f64 = 90.0;
+const MARGIN_R: f64 = 200.0;
+const MARGIN_T: f64 = 34.0;
+const MARGIN_B: f64 = 36.0;
+const COLORS: [&str; 8] = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf"];
+
+struct Series {
+    name: String,
+    points: Vec<(f64, f64)>,
+    dashed: bool,
+}
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
+}
+
+fn human(v: f64, bytes: bool) -> String {
+    if !bytes {
+        return if v.abs() >= 100.0 || v.fract() == 0.0 { format!("{v:.0}") } else { format!("{v:.1}") };
+    }
+    let a = v.abs();
+    if a >= 1024.0 * 1024.0 * 1024.0 {
+        format!("{:.2} GiB", v / (1024.0 * 1024.0 * 1024.0))
+    } else if a >= 1024.0 * 1024.0 {
+        format!("{:.2} MiB", v / (1024.0 * 1024.0))
+    } else if a >= 1024.0 {
+        format!("{:.1} KiB", v / 1024.0)
+    } else {
+        format!("{v:.0} B")
+    }
+}
+
+fn panel(out: &mut String, top: f64, title: &str, series: &[Series], bytes: bool) {
+    let (x0, x1) = (MARGIN_L, W - MARGIN_R);
+    let (y0, y1) = (top + MARGIN_T, top + PANEL_H - MARGIN_B);
+    let all = || series.iter().flat_map(|s| s.points.iter());
+    let (mut xmin, mut xmax, mut ymin, mut ymax) = (f64::MAX, f64::MIN, f64::MAX, f64::MIN);
+    for &(x, y) in all() {
+        xmin = xmin.min(x);
+        xmax = xmax.max(x);
+        ymin = ymin.min(y);
+        ymax = ymax.max(y);
+    }
+    let _ = writeln!(out, r#"<text x="{x0}" y="{}" font-size="15" font-weight="bold">{}</text>"#, top + 20.0, esc(title));
+    if xmin > xmax {
+        let _ = writeln!(out, r#"<text x="{x0}" y="{}" font-size="12">no data</text>"#, (y0 + y1) / 2.0);
+        return;
+    }
+    if xmax == xmin {
+        xmax = xmin + 1.0;
+    }
+    if ymax - ymin < 1e-9 {
+        ymin -= 1.0;
+        ymax += 1.0;
+    }
+    let pad = (ymax - ymin) * 0.05;
+    let (ymin, ymax) = (ymin - pad, ymax + pad);
+    let sx = |x: f64| x0 + (x - xmin) / (xmax - xmin) * (x1 - x0);
+    let sy = |y: f64| y1 - (y - ymin) / (ymax - ymin) * (y1 - y0);
+    let _ = writeln!(out, r##"<rect x="{x0}" y="{y0}" width="{}" height="{}" fill="#fbfbfb" stroke="#999"/>"##, x1 - x0, y1 - y0);
+    for i in 0..=4 {
+        let f = f64::from(i) / 4.0;
+        let y = ymin + f * (ymax - ymin);
+        let py = sy(y);
+        let _ = writeln!(out, r##"<line x1="{x0}" y1="{py:.1}" x2="{x1}" y2="{py:.1}" stroke="#e4e4e4"/>"##);
+        let _ = writeln!(out, r#"<text x="{}" y="{:.1}" font-size="11" text-anchor="end">{}</text>"#, x0 - 6.0, py + 4.0, esc(&human(y, bytes)));
+        let x = xmin + f * (xmax - xmin);
+        let px = sx(x);
+        let _ = writeln!(out, r#"<text x="{px:.1}" y="{}" font-size="11" text-anchor="middle">{x:.0}</text>"#, y1 + 16.0);
+    }
+    let _ = writeln!(out, r#"<text x="{}" y="{}" font-size="11" text-anchor="middle">cycle</text>"#, (x0 + x1) / 2.0, y1 + 30.0);
+    for (i, s) in series.iter().enumerate() {
+        let color = COLORS[i % COLORS.len()];
+        if s.points.is_empty() {
+            continue;
+        }
+        let mut d = String::new();
+        for (j, &(x, y)) in s.points.iter().enumerate() {
+            let _ = write!(d, "{}{:.1},{:.1} ", if j == 0 { "M" } else { "L" }, sx(x), sy(y));
+        }
+        let dash = if s.dashed { r#" stroke-dasharray="6,4""# } else { "" };
+        let _ = writeln!(out, r#"<path d="{d}" fill="none" stroke="{color}" stroke-width="1.6"{dash}/>"#);
+        let ly = y0 + 14.0 + i as f64 * 18.0;
+        let _ = writeln!(out, r#"<line x1="{}" y1="{ly}" x2="{}" y2="{ly}" stroke="{color}" stroke-width="3"{dash}/>"#, x1 + 12.0, x1 + 32.0);
+        let _ = writeln!(out, r#"<text x="{}" y="{}" font-size="11">{}</text>"#, x1 + 38.0, ly + 4.0, esc(&s.name));
+    }
+}
+
+fn series_of(samples: &[CycleSample], name: &str, f: impl Fn(&CycleSample) -> Option<f64>) -> Series {
+    Series { name: name.to_string(), points: samples.iter().filter_map(|c| Some((c.cycle as f64, f(c)?))).collect(), dashed: false }
+}
+
+/// The fitted slope as a line through the median intercept of the judged points.
+fn fit_line(samples: &[CycleSample], report: &RunReport, value: impl Fn(&CycleSample) -> Option<f64>) -> Option<Series> {
+    let signal = report.bytes_signal()?;
+    let slope = signal.slope_per_cycle?;
+    let pts: Vec<(f64, f64)> = samples.iter().filter_map(|c| Some((c.cycle as f64, value(c)?))).collect();
+    let mut intercepts: Vec<f64> = pts.iter().map(|(x, y)| y - slope * x).collect();
+    if intercepts.is_empty() {
+        return None;
+    }
+    intercepts.sort_by(f64::total_cmp);
+    let b = intercepts[intercepts.len() / 2];
+    let (first, last) = (pts.first()?.0, pts.last()?.0);
+    Some(Series {
+        name: format!("fit {} ({:+.1} B/cycle)", signal.name, slope),
+        points: vec![(first, b + slope * first), (last, b + slope * last)],
+        dashed: true,
+    })
+}
+
+/// Draws the report's plots: one SVG with three panels (bytes with the fitted slope, retained
+/// handles per kind, open files and maps).
+pub fn plot_svgs(report: &RunReport, samples: &[CycleSample]) -> Vec<Plot> {
+    let mut out = String::new();
+    let h = 3.0 * PANEL_H + 40.0;
+    let _ = writeln!(
+        out,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{h}" viewBox="0 0 {W} {h}" font-family="DejaVu Sans, Arial, sans-serif">"#
+    );
+    let _ = writeln!(out, r#"<rect width="100%" height="100%" fill="white"/>"#);
+    let _ = writeln!(
+        out,
+        r#"<text x="{MARGIN_L}" y="24" font-size="17">leakcheck {}: {} after {} cycles ({})</text>"#,
+        esc(&report.settings.command),
+        report.verdict,
+        report.cycles_run,
+        esc(&report.settings.plan)
+    );
+    let unexplained = |c: &CycleSample| c.sample.unexplained_bytes().map(|v| v as f64);
+    let mut bytes = vec![
+        series_of(samples, "allocated", |c| c.sample.allocated_bytes().map(|v| v as f64)),
+        series_of(samples, "unexplained", unexplained),
+        series_of(samples, "resident (purged)", |c| c.sample.jemalloc.map(|j| j.resident_bytes as f64)),
+        series_of(samples, "RocksDB caches", |c| c.sample.rocksdb.map(|r| r.cache_total_bytes as f64)),
+        series_of(samples, "RocksDB memtables", |c| c.sample.rocksdb.map(|r| r.mem_table_total_bytes as f64)),
+        series_of(samples, "harness bookkeeping", |c| c.sample.bookkeeping_bytes.map(|v| v as f64)),
+    ];
+    bytes.retain(|s| !s.points.is_empty());
+    if let Some(fit) = fit_line(samples, report, unexplained) {
+        bytes.insert(2, fit);
+    }
+    panel(&mut out, 30.0, "bytes after each cycle", &bytes, true);
+
+    let kinds: BTreeSet<&String> = samples.iter().flat_map(|c| c.retained_handles.keys()).collect();
+    let mut handles: Vec<Series> = kinds
+        .iter()
+        .map(|k| series_of(samples, k, |c| Some(c.retained_handles.get(*k).copied().unwrap_or(0) as f64)))
+        .collect();
+    if handles.is_empty() {
+        handles.push(series_of(samples, "all kinds", |_| Some(0.0)));
+    }
+    panel(&mut out, 30.0 + PANEL_H, "retained handles per kind (undeclared, after close)", &handles, false);
+
+    let os = vec![
+        series_of(samples, "fds under store dir", |c| c.sample.process.open_fds_under_dir.map(|v| v as f64)),
+        series_of(samples, "maps under store dir", |c| c.sample.process.maps_under_dir.map(|v| v as f64)),
+        series_of(samples, "open fds (process)", |c| c.sample.process.open_fds.map(|v| v as f64)),
+        series_of(samples, "threads", |c| c.sample.process.threads.map(|v| v as f64)),
+    ];
+    panel(&mut out, 30.0 + 2.0 * PANEL_H, "open files, maps and threads", &os, false);
+    out.push_str("</svg>\n");
+    vec![Plot { file_name: "plot.svg".to_string(), svg: out }]
+}
