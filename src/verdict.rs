@@ -554,6 +554,22 @@ impl RunVerdict {
     }
 }
 
+/// Page-granular signals (resident, RSS) corroborate: they can call a leak, but their noise alone
+/// does not hold a run's verdict at "inconclusive" when the exact byte count has decided.
+fn corroborating(signal: &str) -> bool {
+    signal.contains("resident") || signal.contains("rss")
+}
+
+/// The run's verdict from its signals: the worst of the judged (not informational) ones, where a
+/// corroborating signal's "inconclusive" counts as clean.
+pub fn aggregate(signals: &[SignalVerdict]) -> Verdict {
+    signals
+        .iter()
+        .filter(|s| !s.informational)
+        .map(|s| if corroborating(&s.signal) && s.verdict == Verdict::Inconclusive { Verdict::Clean } else { s.verdict })
+        .fold(Verdict::Clean, Verdict::worst)
+}
+
 fn delta(a: Option<u64>, b: Option<u64>) -> Option<i64> {
     Some(b? as i64 - a? as i64)
 }
@@ -655,8 +671,7 @@ pub fn analyze(cycles: &[CycleSample], baseline: Option<&Sample>, last: Option<&
         _ => None,
     };
 
-    let mut verdict =
-        signals.iter().filter(|s| !s.informational).map(|s| s.verdict).fold(Verdict::Clean, Verdict::worst);
+    let mut verdict = aggregate(&signals);
     if let Some(b) = &baseline_return {
         verdict = verdict.worst(b.verdict);
     }

@@ -649,9 +649,10 @@ fn verdict_of(
         exact,
         0,
     ));
-    for s in extra {
-        v.verdict = v.verdict.worst(s.verdict);
-        v.signals.push(s);
+    v.signals.extend(extra);
+    v.verdict = crate::verdict::aggregate(&v.signals);
+    if let Some(b) = &v.baseline_return {
+        v.verdict = v.verdict.worst(b.verdict);
     }
     v
 }

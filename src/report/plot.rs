@@ -124,7 +124,7 @@ fn fit_line(samples: &[CycleSample], report: &RunReport, value: impl Fn(&CycleSa
     let b = intercepts[intercepts.len() / 2];
     let (first, last) = (pts.first()?.0, pts.last()?.0);
     Some(Series {
-        name: format!("fit {} ({:+.1} B/cycle)", signal.name, slope),
+        name: format!("fit {:+.1} B/cycle", slope),
         points: vec![(first, b + slope * first), (last, b + slope * last)],
         dashed: true,
     })
@@ -134,7 +134,7 @@ fn fit_line(samples: &[CycleSample], report: &RunReport, value: impl Fn(&CycleSa
 /// handles per kind, open files and maps).
 pub fn plot_svgs(report: &RunReport, samples: &[CycleSample]) -> Vec<Plot> {
     let mut out = String::new();
-    let h = 3.0 * PANEL_H + 40.0;
+    let h = 3.0 * PANEL_H + 54.0;
     let _ = writeln!(
         out,
         r#"<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{h}" viewBox="0 0 {W} {h}" font-family="DejaVu Sans, Arial, sans-serif">"#
@@ -142,17 +142,22 @@ pub fn plot_svgs(report: &RunReport, samples: &[CycleSample]) -> Vec<Plot> {
     let _ = writeln!(out, r#"<rect width="100%" height="100%" fill="white"/>"#);
     let _ = writeln!(
         out,
-        r#"<text x="{MARGIN_L}" y="24" font-size="17">leakcheck {}: {} after {} cycles ({})</text>"#,
+        r#"<text x="{MARGIN_L}" y="22" font-size="17">leakcheck {}: {} after {} cycles</text>"#,
         esc(&report.settings.command),
         report.verdict,
-        report.cycles_run,
-        esc(&report.settings.plan)
+        report.cycles_run
+    );
+    let _ = writeln!(
+        out,
+        r##"<text x="{MARGIN_L}" y="40" font-size="11" fill="#555">{} tasks x {} segments; faults: {}</text>"##,
+        report.settings.tasks,
+        report.settings.segments,
+        esc(if report.settings.plan.is_empty() { "none" } else { &report.settings.plan })
     );
     let unexplained = |c: &CycleSample| c.sample.unexplained_bytes().map(|v| v as f64);
     let mut bytes = vec![
         series_of(samples, "allocated", |c| c.sample.allocated_bytes().map(|v| v as f64)),
         series_of(samples, "unexplained", unexplained),
-        series_of(samples, "resident (purged)", |c| c.sample.jemalloc.map(|j| j.resident_bytes as f64)),
         series_of(samples, "RocksDB caches", |c| c.sample.rocksdb.map(|r| r.cache_total_bytes as f64)),
         series_of(samples, "RocksDB memtables", |c| c.sample.rocksdb.map(|r| r.mem_table_total_bytes as f64)),
         series_of(samples, "harness bookkeeping", |c| c.sample.bookkeeping_bytes.map(|v| v as f64)),
@@ -161,7 +166,7 @@ pub fn plot_svgs(report: &RunReport, samples: &[CycleSample]) -> Vec<Plot> {
     if let Some(fit) = fit_line(samples, report, unexplained) {
         bytes.insert(2, fit);
     }
-    panel(&mut out, 30.0, "bytes after each cycle", &bytes, true);
+    panel(&mut out, 44.0, "bytes after each cycle (unexplained = allocated - RocksDB's - harness's)", &bytes, true);
 
     let kinds: BTreeSet<&String> = samples.iter().flat_map(|c| c.retained_handles.keys()).collect();
     let mut handles: Vec<Series> = kinds
@@ -171,7 +176,7 @@ pub fn plot_svgs(report: &RunReport, samples: &[CycleSample]) -> Vec<Plot> {
     if handles.is_empty() {
         handles.push(series_of(samples, "all kinds", |_| Some(0.0)));
     }
-    panel(&mut out, 30.0 + PANEL_H, "retained handles per kind (undeclared, after close)", &handles, false);
+    panel(&mut out, 44.0 + PANEL_H, "retained handles per kind (undeclared, after close)", &handles, false);
 
     let os = vec![
         series_of(samples, "fds under store dir", |c| c.sample.process.open_fds_under_dir.map(|v| v as f64)),
@@ -179,7 +184,7 @@ pub fn plot_svgs(report: &RunReport, samples: &[CycleSample]) -> Vec<Plot> {
         series_of(samples, "open fds (process)", |c| c.sample.process.open_fds.map(|v| v as f64)),
         series_of(samples, "threads", |c| c.sample.process.threads.map(|v| v as f64)),
     ];
-    panel(&mut out, 30.0 + 2.0 * PANEL_H, "open files, maps and threads", &os, false);
+    panel(&mut out, 44.0 + 2.0 * PANEL_H, "open files, maps and threads", &os, false);
     out.push_str("</svg>\n");
     vec![Plot { file_name: "plot.svg".to_string(), svg: out }]
 }

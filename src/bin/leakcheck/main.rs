@@ -67,6 +67,10 @@ pub struct RunArgs {
     /// Print the report as JSON on stdout (progress goes to stderr).
     #[arg(long)]
     pub json: bool,
+    /// Plant one leak of the catalog into the reference store, to see the detector fire (names:
+    /// `leakcheck mutants` lists them).
+    #[arg(long)]
+    pub plant: Option<String>,
 }
 
 #[derive(Subcommand)]
@@ -209,10 +213,27 @@ fn main() -> ExitCode {
     match dispatch(cli) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("leakcheck: {e:#}");
+            eprintln!("leakcheck: {}", one_line(&e));
             ExitCode::from(2)
         }
     }
+}
+
+/// The error and its causes on one line, leaving out a cause whose text the line already holds
+/// (typed errors here print their source themselves).
+fn one_line(e: &anyhow::Error) -> String {
+    let mut line = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if line.contains(&text) {
+            continue;
+        }
+        if !line.is_empty() {
+            line.push_str(": ");
+        }
+        line.push_str(&text);
+    }
+    line
 }
 
 fn dispatch(cli: Cli) -> Result<ExitCode> {

@@ -119,6 +119,17 @@ pub fn run(command: &str, args: RunArgs) -> Result<ExitCode> {
         None => Depth::from_env()?.unwrap_or_default(),
     };
     let plan = plan_of(&args)?;
+    let variant = match &args.plant {
+        None => None,
+        Some(name) => Some(
+            leakcheck::harness::mutants::mutant(name)
+                .ok_or_else(|| {
+                    let names: Vec<&str> = leakcheck::harness::mutants::CATALOG.iter().map(|m| m.name).collect();
+                    anyhow::anyhow!("--plant {name}: unknown leak; known: {}", names.join(", "))
+                })?
+                .variant,
+        ),
+    };
     if soak && args.report.is_none() {
         bail!("soak needs --report DIR (where the report is kept up to date)");
     }
@@ -157,6 +168,9 @@ pub fn run(command: &str, args: RunArgs) -> Result<ExitCode> {
     let mut config = ReferenceConfig::new(&data);
     config.tasks = args.tasks;
     config.segments = args.segments;
+    if let Some(v) = variant {
+        config.variant = v;
+    }
     let mut store = ReferenceStore::new(config, &ledger).context("reference store")?;
     let settings = RunSettings {
         command: command.to_string(),
@@ -324,7 +338,7 @@ fn print_table(r: &RunReport) {
 
 /// `compare OLD NEW`.
 pub fn compare(old: &Path, new: &Path, max_rate: f64, max_overhead_pct: f64, json: bool) -> Result<ExitCode> {
-    if !(max_rate.is_finite() && max_rate >= 0.0) || !(max_overhead_pct.is_finite() && max_overhead_pct >= 0.0) {
+    if !(max_rate.is_finite() && max_rate >= 0.0 && max_overhead_pct.is_finite() && max_overhead_pct >= 0.0) {
         bail!("--max-rate-increase and --max-overhead-increase must be non-negative numbers");
     }
     let a = report::read(old)?;

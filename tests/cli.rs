@@ -1,0 +1,203 @@
+//! The `leakcheck` binary, run as a user runs it: exit codes (0 clean, 1 leak, 2 bad input),
+//! the JSON report and its schema, crash-safe soak reports under SIGKILL and SIGINT, and every
+//! kind of bad input rejected with one line and no files left behind. Each test runs the binary
+//! in processes of its own, so tests may run in parallel.
+#![cfg(feature = "rocksdb")]
+
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use leakcheck::report::{self, RunReport};
+use leakcheck::Verdict;
+
+const BIN: &str = env!("CARGO_BIN_EXE_leakcheck");
+const SMALL: [&str; 4] = ["--tasks", "1", "--segments", "2"];
+
+fn leakcheck(args: &[&str]) -> Output {
+    Command::new(BIN).args(args).env_remove("LEAKCHECK_FAULTS").env_remove("LEAKCHECK_TRACKING").output().expect("run leakcheck")
+}
+
+fn code(o: &Output) -> i32 {
+    o.status.code().unwrap_or(-1)
+}
+
+#[test]
+fn check_of_the_reference_store_is_clean_and_its_json_report_round_trips() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let rep = dir.path().join("report");
+    let rep_s = rep.to_str().expect("utf-8 path");
+    let mut args = vec!["check", "--cycles", "150", "--json", "--report", rep_s];
+    args.extend(SMALL);
+    let out = leakcheck(&args);
+    let verdicts: Vec<String> = serde_json::from_slice::<serde_json::Value>(&out.stdout)
+        .ok()
+        .and_then(|v| v["signals"].as_array().cloned())
+        .unwrap_or_default()
+        .iter()
+        .filter(|s| s["verdict"] != "clean")
+        .map(|s| format!("{}={}", s["name"], s["verdict"]))
+        .collect();
+    assert_eq!(code(&out), 0, "not clean: {verdicts:?}; stderr: {}", String::from_utf8_lossy(&out.stderr));
+
+    let value: serde_json::Value = serde_json::from_slice(&out.stdout).expect("stdout is JSON");
+    assert_eq!(value["schema_version"], report::SCHEMA_VERSION);
+    assert_eq!(value["verdict"], "clean");
+    let signals = value["signals"].as_array().expect("signals");
+    assert!(signals.len() >= 10);
+    for s in signals {
+        assert!(s["verdict"].is_string(), "{s}");
+        if s["kind"] == "statistical" && s["slope_per_cycle"].is_number() {
+            assert!(s["lower"].is_number() && s["upper"].is_number(), "{s}");
+        }
+    }
+    let printed: RunReport = serde_json::from_value(value).expect("stdout matches the schema");
+    let written = report::read(&rep.join(report::REPORT_FILE)).expect("report.json reads back");
+    assert_eq!(printed, written);
+    let again: RunReport = serde_json::from_str(&serde_json::to_string(&written).expect("serialize")).expect("parse");
+    assert_eq!(again, written);
+    assert!(written.complete && !written.interrupted);
+    for f in [report::SAMPLES_FILE, "plot.svg", "plot.png"] {
+        assert!(rep.join(f).metadata().is_ok_and(|m| m.len() > 100), "{f} missing");
+    }
+    let csv = std::fs::read_to_string(rep.join(report::SAMPLES_FILE)).expect("csv");
+    assert_eq!(csv.lines().count(), 151, "header + one row per cycle");
+}
+
+#[test]
+fn check_with_a_planted_leak_exits_1_and_names_the_signal() {
+    let mut args = vec!["check", "--cycles", "30", "--json", "--plant", "open-failure-leaks-options", "--faults", "open.options=every:3"];
+    args.extend(SMALL);
+    let out = leakcheck(&args);
+    assert_eq!(code(&out), 1, "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    let r: RunReport = serde_json::from_slice(&out.stdout).expect("report");
+    assert_eq!(r.verdict, Verdict::Leak);
+    assert_eq!(r.signal("live_handles").map(|s| s.verdict), Some(Verdict::Leak));
+    assert!(r.ledger.retained.iter().any(|g| g.kind == "Options"));
+}
+
+#[test]
+fn bad_input_is_one_line_exit_2_and_leaves_no_files() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("a-file");
+    std::fs::write(&file, "x").expect("file");
+    let under_file = file.join("sub");
+    let wrong_schema = dir.path().join("old.json");
+    std::fs::write(&wrong_schema, r#"{"schema_version": 999, "verdict": "clean"}"#).expect("json");
+    let not_json = dir.path().join("not.json");
+    std::fs::write(&not_json, "not json").expect("file");
+    let fresh = dir.path().join("never-created");
+    let fresh_s = fresh.to_str().expect("utf-8");
+    let cases: Vec<Vec<&str>> = vec![
+        vec!["chek"],
+        vec!["check", "--bogus"],
+        vec!["check", "--duration", "5x", "--report", fresh_s],
+        vec!["check", "--duration", "0s", "--report", fresh_s],
+        vec!["check", "--faults", "close.mraker=10%", "--report", fresh_s],
+        vec!["check", "--faults", "close.marker", "--report", fresh_s],
+        vec!["check", "--faults", "close.marker=200%", "--report", fresh_s],
+        vec!["check", "--tracking", "verbose", "--report", fresh_s],
+        vec!["check", "--plant", "no-such-leak", "--report", fresh_s],
+        vec!["check", "--cycles", "5", "--report", fresh_s],
+        vec!["check", "--tasks", "0", "--report", fresh_s],
+        vec!["check", "--report", under_file.to_str().expect("utf-8")],
+        vec!["soak", "--duration", "1h"],
+        vec!["soak", "--report", fresh_s],
+        vec!["compare", wrong_schema.to_str().expect("utf-8"), wrong_schema.to_str().expect("utf-8")],
+        vec!["compare", not_json.to_str().expect("utf-8"), not_json.to_str().expect("utf-8")],
+        vec!["compare", fresh_s, fresh_s],
+        vec!["mutants", "--cycles", "3"],
+    ];
+    for args in cases {
+        let out = leakcheck(&args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(code(&out), 2, "{args:?}: {stderr}");
+        assert_eq!(stderr.trim_end().lines().count(), 1, "{args:?}: one line expected:\n{stderr}");
+        assert!(stderr.starts_with("leakcheck: "), "{args:?}: {stderr}");
+        assert!(out.stdout.is_empty(), "{args:?}: nothing on stdout");
+        assert!(!fresh.exists(), "{args:?} created {}", fresh.display());
+    }
+    let schema = leakcheck(&["compare", wrong_schema.to_str().expect("utf-8"), wrong_schema.to_str().expect("utf-8")]);
+    assert!(String::from_utf8_lossy(&schema.stderr).contains("schema version 999"));
+}
+
+fn spawn_soak(report_dir: &Path) -> Child {
+    Command::new(BIN)
+        .args(["soak", "--duration", "10m", "--report-every", "2", "--report"])
+        .arg(report_dir)
+        .args(SMALL)
+        .env_remove("LEAKCHECK_FAULTS")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn soak")
+}
+
+/// Waits until the soak has rewritten its report at least twice.
+fn wait_for_report(path: &Path) -> RunReport {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        if let Ok(r) = report::read(path) {
+            if r.cycles_run >= 6 {
+                return r;
+            }
+        }
+        assert!(Instant::now() < deadline, "no report at {}", path.display());
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn a_soak_killed_with_sigkill_leaves_a_valid_report() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join(report::REPORT_FILE);
+    let mut child = spawn_soak(dir.path());
+    wait_for_report(&path);
+    std::thread::sleep(Duration::from_millis(300));
+    child.kill().expect("SIGKILL");
+    child.wait().expect("reaped");
+    let r = report::read(&path).expect("a valid report survives SIGKILL");
+    assert!(!r.complete, "killed mid-run: the last rewrite is an interim report");
+    assert!(r.cycles_run >= 6);
+    assert!(dir.path().join(report::SAMPLES_FILE).exists());
+}
+
+#[test]
+fn sigint_finishes_the_cycle_and_writes_the_final_report() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join(report::REPORT_FILE);
+    let mut child = spawn_soak(dir.path());
+    let interim = wait_for_report(&path);
+    let pid = i32::try_from(child.id()).expect("pid");
+    // SAFETY: sends SIGINT to our own child process.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGINT) }, 0);
+    let status = child.wait().expect("exit");
+    let r = report::read(&path).expect("final report");
+    assert!(r.complete && r.interrupted, "{r:?}");
+    assert!(r.cycles_run >= interim.cycles_run);
+    assert_ne!(status.code(), Some(2), "an interrupted soak is not an error");
+    assert!(dir.path().join("plot.png").exists(), "the final report draws its plots");
+}
+
+#[test]
+fn compare_flags_a_regression_in_leak_rate_and_accepts_an_unchanged_run() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut args = vec!["check", "--cycles", "40", "--json"];
+    args.extend(SMALL);
+    let out = leakcheck(&args);
+    assert_ne!(code(&out), 2, "{}", String::from_utf8_lossy(&out.stderr));
+    let mut value: serde_json::Value = serde_json::from_slice(&out.stdout).expect("report");
+    let old = dir.path().join("old.json");
+    std::fs::write(&old, serde_json::to_vec(&value).expect("json")).expect("write");
+    let same = leakcheck(&["compare", old.to_str().expect("utf-8"), old.to_str().expect("utf-8")]);
+    assert_eq!(code(&same), 0, "{}", String::from_utf8_lossy(&same.stdout));
+
+    let rate = value["leak_rate"]["bytes_per_cycle"].as_f64().expect("rate");
+    // Far beyond the run's own noise (its slope interval), so it is a regression, not chance.
+    value["leak_rate"]["bytes_per_cycle"] = serde_json::json!(rate + 1048576.0);
+    let new = dir.path().join("new.json");
+    std::fs::write(&new, serde_json::to_vec(&value).expect("json")).expect("write");
+    let worse = leakcheck(&["compare", old.to_str().expect("utf-8"), new.to_str().expect("utf-8")]);
+    assert_eq!(code(&worse), 1);
+    assert!(String::from_utf8_lossy(&worse.stdout).contains("regression: leak rate"));
+}
