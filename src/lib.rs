@@ -44,6 +44,8 @@
 
 #![warn(missing_docs)]
 
+#[cfg(feature = "criterion")]
+pub mod bench;
 pub mod fault;
 pub mod harness;
 pub mod ledger;

@@ -1,0 +1,49 @@
+//! memcheck-loop CYCLES LEAK DIR: open/write/close a 2-column-family RocksDB in a fresh
+//! directory per cycle, planting LEAK each cycle: `malloc-1k` (1 KiB of C malloc, unreachable),
+//! `forget-options` (a rocksdb Options forgotten: its native object leaks), or `none`.
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let (Some(cycles), Some(leak), Some(dir)) = (args.first(), args.get(1), args.get(2)) else {
+        eprintln!("usage: memcheck-loop CYCLES malloc-1k|forget-options|none DIR");
+        return ExitCode::from(2);
+    };
+    let Ok(cycles) = cycles.parse::<u32>() else {
+        eprintln!("memcheck-loop: CYCLES must be a number");
+        return ExitCode::from(2);
+    };
+    for c in 0..cycles {
+        let path = std::path::Path::new(dir).join(format!("cycle-{c}"));
+        let mut opts = rocksdb::Options::default();
+        opts.create_if_missing(true);
+        opts.create_missing_column_families(true);
+        let cfs = ["data", "offsets"].map(|n| rocksdb::ColumnFamilyDescriptor::new(n, rocksdb::Options::default()));
+        let db = match rocksdb::DB::open_cf_descriptors(&opts, &path, cfs) {
+            Ok(db) => db,
+            Err(e) => {
+                eprintln!("memcheck-loop: open: {e}");
+                return ExitCode::from(2);
+            }
+        };
+        for name in ["data", "offsets"] {
+            if let Some(cf) = db.cf_handle(name) {
+                for i in 0..100u32 {
+                    let _ = db.put_cf(cf, i.to_be_bytes(), [0x5a; 64]);
+                }
+            }
+        }
+        drop(db);
+        let _ = std::fs::remove_dir_all(&path);
+        match leak.as_str() {
+            "malloc-1k" => {
+                // SAFETY: plain C malloc, leaked on purpose (the pointer is dropped).
+                let p = unsafe { libc::malloc(1024) };
+                std::hint::black_box(p);
+            }
+            "forget-options" => std::mem::forget(rocksdb::Options::default()),
+            _ => {}
+        }
+    }
+    ExitCode::SUCCESS
+}
