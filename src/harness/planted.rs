@@ -5,18 +5,27 @@
 use super::{CycleCtx, Integrity, Lifecycle};
 use crate::probe::RocksDbMemory;
 
-/// Wraps a lifecycle and leaks `bytes_per_cycle` bytes of native memory in every open.
+/// Wraps a lifecycle and leaks `bytes_per_cycle` bytes of native memory in every open (and,
+/// with [`PlantedMalloc::forgetting_options`], a tracked Options handle too).
 pub struct PlantedMalloc<L> {
     inner: L,
     bytes_per_cycle: usize,
     kept: Vec<usize>,
+    forget_options: bool,
 }
 
 impl<L> PlantedMalloc<L> {
     /// `inner`, leaking `bytes_per_cycle` per cycle (0: nothing). `cycles` reserves room for the
     /// pointers up front, so keeping them allocates nothing during the run.
     pub fn new(inner: L, bytes_per_cycle: usize, cycles: u64) -> Self {
-        PlantedMalloc { inner, bytes_per_cycle, kept: Vec::with_capacity(cycles.min(1 << 24) as usize) }
+        PlantedMalloc { inner, bytes_per_cycle, kept: Vec::with_capacity(cycles.min(1 << 24) as usize), forget_options: false }
+    }
+
+    /// Also forgets one tracked `Options` per cycle (a leaked handle the ledger sees at once).
+    #[cfg(feature = "rocksdb")]
+    pub fn forgetting_options(mut self) -> Self {
+        self.forget_options = true;
+        self
     }
 
     /// The wrapped lifecycle.
@@ -51,6 +60,10 @@ impl<L: Lifecycle> Lifecycle for PlantedMalloc<L> {
                 unsafe { p.cast::<u8>().write_bytes(0xa5, self.bytes_per_cycle) };
                 self.kept.push(std::hint::black_box(p) as usize);
             }
+        }
+        #[cfg(feature = "rocksdb")]
+        if self.forget_options {
+            std::mem::forget(crate::tracked::TrackedOptions::new(ctx.ledger));
         }
         self.inner.open(ctx)
     }

@@ -85,6 +85,11 @@ fn run<L: Lifecycle>(
     let mut found = None;
     let mut slope = None;
     let report = h.run_observed(store, ledger, |p| {
+        if stop_at_leak && !p.record.retained_handles.is_empty() {
+            // A leaked handle is exact: no statistics to wait for.
+            found = Some(p.record.cycle + 1);
+            return ControlFlow::Break(());
+        }
         let n = p.samples.len();
         if stop_at_leak && n > analysis.warmup_cycles + 10 && n % 10 == 0 {
             let v = analyze(p.samples, None, None, &analysis);
@@ -104,6 +109,26 @@ fn run<L: Lifecycle>(
         slope = bytes.and_then(|s| s.slope_per_cycle);
     }
     Ok((found, slope, verdict))
+}
+
+/// Runs the fresh-DB loop leaking one tracked Options handle per cycle until the ledger flags
+/// it (the first cycle), for at most `max_cycles`.
+///
+/// # Errors
+/// When the scenario's directory cannot be prepared or watched.
+pub fn detect_forgotten_handle(dir: &Path, max_cycles: u64) -> Result<Detection, HarnessError> {
+    let start = Instant::now();
+    std::fs::create_dir_all(dir).map_err(|e| HarnessError::Setup(format!("{}: {e}", dir.display())))?;
+    let ledger = Ledger::with_depth(Depth::Counts);
+    let mut store = PlantedMalloc::new(FreshDbLoop::new(dir, 100), 0, max_cycles).forgetting_options();
+    let (found, slope, _) = run(&mut store, &ledger, max_cycles, true)?;
+    Ok(Detection {
+        scenario: Scenario::FreshDb,
+        leak_bytes_per_cycle: 0,
+        cycles_to_verdict: found,
+        seconds: start.elapsed().as_secs_f64(),
+        slope_per_cycle: slope,
+    })
 }
 
 /// Runs `scenario` with a planted leak of `leak` bytes per cycle for at most `max_cycles`,

@@ -132,6 +132,17 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Time to a leak verdict on the fresh-DB loop with one planted leak, then exit (1: found):
+    /// the figure scripts/compare-memcheck compares with valgrind.
+    TimeToVerdict {
+        /// `malloc-1k` (1 KiB of C malloc per cycle) or `forget-options` (a tracked Options
+        /// handle forgotten per cycle).
+        #[arg(long)]
+        leak: String,
+        /// Give up after this many cycles.
+        #[arg(long, default_value_t = 1000)]
+        max_cycles: u64,
+    },
     /// Print one memory and OS-resource sample of this process.
     Sample {
         /// Also count open files and memory maps under this directory.
@@ -246,6 +257,7 @@ fn dispatch(cli: Cli) -> Result<ExitCode> {
         Command::Mutants { cycles, json } => mutants::all(cycles, json),
         Command::Mutant { name, cycles } => mutants::one(&name, cycles),
         Command::Sensitivity { runs, cycles, sizes, json } => sensitivity(runs, cycles, &sizes, json),
+        Command::TimeToVerdict { leak, max_cycles } => time_to_verdict(&leak, max_cycles),
         Command::Sample { dir, purge, json } => {
             let mut probe = Probe::new().purge(purge);
             if let Some(dir) = &dir {
@@ -310,6 +322,26 @@ fn sensitivity(runs: u32, cycles: u64, sizes: &[usize], json: bool) -> Result<Ex
         println!("{}", serde_json::json!({ "detections": detections, "false_positives": fps }));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+fn time_to_verdict(leak: &str, max_cycles: u64) -> Result<ExitCode> {
+    use leakcheck::harness::sensitivity::{detect, detect_forgotten_handle, Scenario};
+    let dir = tempfile::Builder::new().prefix("leakcheck-ttv").tempdir()?;
+    let d = match leak {
+        "malloc-1k" => detect(Scenario::FreshDb, dir.path(), 1024, max_cycles)?,
+        "forget-options" => detect_forgotten_handle(dir.path(), max_cycles)?,
+        other => anyhow::bail!("--leak {other}: expected malloc-1k or forget-options"),
+    };
+    match d.cycles_to_verdict {
+        Some(c) => {
+            println!("leak {leak}: verdict after {c} cycles, {:.2} s", d.seconds);
+            Ok(ExitCode::from(1))
+        }
+        None => {
+            println!("leak {leak}: no verdict within {max_cycles} cycles ({:.2} s)", d.seconds);
+            Ok(ExitCode::SUCCESS)
+        }
+    }
 }
 
 fn print_sample(sample: &leakcheck::Sample, watched: bool) {
