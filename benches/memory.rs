@@ -12,7 +12,7 @@ use criterion::{BenchmarkGroup, Criterion};
 use leakcheck::bench::{AllocatedBytes, RetainedBytes, RetainedHandles};
 use leakcheck::fault::Faults;
 use leakcheck::harness::reference::{ReferenceConfig, ReferenceStore};
-use leakcheck::tracked::{TrackedCfDescriptor, TrackedDb, TrackedOptions, TrackedWriteOptions};
+use leakcheck::tracked::{TrackedCfDescriptor, TrackedDb, TrackedOptions};
 use leakcheck::{CycleCtx, Depth, Ledger, Lifecycle};
 use rocksdb::SingleThreaded;
 
@@ -27,20 +27,7 @@ fn fresh_path(base: &Path) -> PathBuf {
 /// One fresh-directory cycle through the tracked wrappers: open 2 CFs, 100 writes each, close,
 /// destroy.
 fn tracked_cycle(ledger: &Ledger, path: &Path) {
-    let mut opts = TrackedOptions::new(ledger);
-    opts.create_if_missing(true);
-    opts.create_missing_column_families(true);
-    let cfs = ["data", "offsets"].map(|n| TrackedCfDescriptor::new(n, TrackedOptions::new(ledger)));
-    let db = TrackedDb::<SingleThreaded>::open_cf_descriptors(&opts, path, cfs).expect("open");
-    let w = TrackedWriteOptions::new(ledger);
-    for name in ["data", "offsets"] {
-        let cf = db.cf_handle(name).expect("cf");
-        for i in 0..100u32 {
-            db.put_cf_opt(cf, i.to_be_bytes(), [0x5a; 64], &w).expect("put");
-        }
-    }
-    db.close().into_result().expect("close");
-    let _ = std::fs::remove_dir_all(path);
+    leakcheck::harness::fresh::cycle_once(ledger, path, 100).expect("cycle");
 }
 
 fn raw_open_close(path: &Path) {

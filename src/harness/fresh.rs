@@ -9,6 +9,31 @@ use rocksdb::SingleThreaded;
 use super::{CycleCtx, Lifecycle};
 use crate::tracked::{TrackedCfDescriptor, TrackedDb, TrackedOptions, TrackedWriteOptions};
 
+/// One fresh-directory cycle outside any harness: open a 2-column-family DB at `path` through the
+/// tracked wrappers, write `writes` keys into each column family, close it (the close error is
+/// returned), destroy the directory. Benches and tests use it as the reference unit of work.
+///
+/// # Errors
+/// RocksDB's error from open, a write or close.
+pub fn cycle_once(ledger: &crate::Ledger, path: &std::path::Path, writes: u32) -> Result<(), rocksdb::Error> {
+    let mut opts = TrackedOptions::new(ledger);
+    opts.create_if_missing(true);
+    opts.create_missing_column_families(true);
+    let cfs = ["data", "offsets"].map(|n| TrackedCfDescriptor::new(n, TrackedOptions::new(ledger)));
+    let db = TrackedDb::<SingleThreaded>::open_cf_descriptors(&opts, path, cfs)?;
+    let w = TrackedWriteOptions::new(ledger);
+    for name in ["data", "offsets"] {
+        if let Some(cf) = db.cf_handle(name) {
+            for i in 0..writes {
+                db.put_cf_opt(cf, i.to_be_bytes(), [0x5a; 64], &w)?;
+            }
+        }
+    }
+    let closed = db.close().into_result();
+    let _ = std::fs::remove_dir_all(path);
+    closed
+}
+
 /// A fresh DB directory per cycle.
 #[derive(Debug)]
 pub struct FreshDbLoop {

@@ -5,28 +5,13 @@
 use std::collections::BTreeMap;
 
 use leakcheck::probe::SampleSettle;
-use leakcheck::tracked::{TrackedCfDescriptor, TrackedDb, TrackedOptions, TrackedWriteOptions};
 use leakcheck::verdict::{analyze, AnalysisConfig, CycleSample, RunVerdict};
 use leakcheck::{Ledger, Probe};
-use rocksdb::SingleThreaded;
 
 /// One cycle: a 2-column-family DB in a fresh directory, 100 writes per column family, close,
 /// destroy the directory.
 pub fn cycle(ledger: &Ledger, dir: &std::path::Path) {
-    let mut opts = TrackedOptions::new(ledger);
-    opts.create_if_missing(true);
-    opts.create_missing_column_families(true);
-    let cfs = ["data", "offsets"].map(|n| TrackedCfDescriptor::new(n, TrackedOptions::new(ledger)));
-    let db = TrackedDb::<SingleThreaded>::open_cf_descriptors(&opts, dir, cfs).expect("open");
-    let w = TrackedWriteOptions::new(ledger);
-    for name in ["data", "offsets"] {
-        let cf = db.cf_handle(name).expect("cf");
-        for i in 0..100u32 {
-            db.put_cf_opt(cf, i.to_be_bytes(), [0x5a; 64], &w).expect("put");
-        }
-    }
-    db.close().into_result().expect("close");
-    std::fs::remove_dir_all(dir).expect("destroy");
+    leakcheck::harness::fresh::cycle_once(ledger, dir, 100).expect("cycle");
 }
 
 /// Runs `cycles` cycles, planting a native leak of `leak_bytes` per cycle through C malloc (0 for
