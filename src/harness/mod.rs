@@ -250,8 +250,10 @@ impl Default for HarnessConfig {
             sample_every: 1,
             check_every: 1,
             settle: SampleSettle::default(),
+            // Handles are released by the threads that own them; 25 ms covers a worker thread
+            // still unwinding without holding up a verdict.
             handle_settle: Settle {
-                timeout: std::time::Duration::from_millis(200),
+                timeout: std::time::Duration::from_millis(25),
                 ..Settle::default()
             },
             analysis: AnalysisConfig::default(),

@@ -69,18 +69,33 @@ pub struct FalsePositives {
 
 const BYTES_SIGNAL: &str = "unexplained_bytes";
 
-fn harness(cycles: u64) -> Harness {
+fn harness(cycles: u64, warmup: usize) -> Harness {
     // Integrity is not what is measured here; leave the reopen out of the cycle.
-    Harness::new(HarnessConfig { cycles, check_every: 0, ..HarnessConfig::default() })
+    let mut h = Harness::new(HarnessConfig { cycles, check_every: 0, ..HarnessConfig::default() });
+    h.config.analysis.warmup_cycles = warmup;
+    h
 }
+
+/// Warm-up cycles of each scenario: the fresh-DB loop keeps nothing across cycles and is flat
+/// from its second cycle; the reference store's segments and caches fill over its first ones.
+fn warmup_of(scenario: Scenario) -> usize {
+    match scenario {
+        Scenario::FreshDb => 10,
+        Scenario::Reference => 20,
+    }
+}
+
+/// Cycles between two looks at the statistical verdict while a run goes.
+const CHECK_EVERY: usize = 5;
 
 fn run<L: Lifecycle>(
     store: &mut L,
     ledger: &Ledger,
     cycles: u64,
+    warmup: usize,
     stop_at_leak: bool,
 ) -> Result<(Option<u64>, Option<f64>, Verdict), HarnessError> {
-    let h = harness(cycles);
+    let h = harness(cycles, warmup);
     let analysis = h.config.analysis;
     let mut found = None;
     let mut slope = None;
@@ -91,7 +106,7 @@ fn run<L: Lifecycle>(
             return ControlFlow::Break(());
         }
         let n = p.samples.len();
-        if stop_at_leak && n > analysis.warmup_cycles + 10 && n % 10 == 0 {
+        if stop_at_leak && n >= analysis.warmup_cycles + 2 * CHECK_EVERY && n % CHECK_EVERY == 0 {
             let v = analyze(p.samples, None, None, &analysis);
             if let Some(s) = v.signal(BYTES_SIGNAL) {
                 slope = s.slope_per_cycle;
@@ -121,7 +136,7 @@ pub fn detect_forgotten_handle(dir: &Path, max_cycles: u64) -> Result<Detection,
     std::fs::create_dir_all(dir).map_err(|e| HarnessError::Setup(format!("{}: {e}", dir.display())))?;
     let ledger = Ledger::with_depth(Depth::Counts);
     let mut store = PlantedMalloc::new(FreshDbLoop::new(dir, 100), 0, max_cycles).forgetting_options();
-    let (found, slope, _) = run(&mut store, &ledger, max_cycles, true)?;
+    let (found, slope, _) = run(&mut store, &ledger, max_cycles, warmup_of(Scenario::FreshDb), true)?;
     Ok(Detection {
         scenario: Scenario::FreshDb,
         leak_bytes_per_cycle: 0,
@@ -177,13 +192,13 @@ fn run_scenario(
     match scenario {
         Scenario::FreshDb => {
             let mut store = PlantedMalloc::new(FreshDbLoop::new(dir, 100), leak, cycles);
-            run(&mut store, &ledger, cycles, stop_at_leak)
+            run(&mut store, &ledger, cycles, warmup_of(scenario), stop_at_leak)
         }
         Scenario::Reference => {
             let inner = ReferenceStore::new(ReferenceConfig::new(dir), &ledger)
                 .map_err(|e| HarnessError::Setup(e.to_string()))?;
             let mut store = PlantedMalloc::new(inner, leak, cycles);
-            run(&mut store, &ledger, cycles, stop_at_leak)
+            run(&mut store, &ledger, cycles, warmup_of(scenario), stop_at_leak)
         }
     }
 }
