@@ -131,7 +131,7 @@ pub const CATALOG: [Mutant; 14] = [
     Mutant {
         name: "raw-malloc-per-cycle",
         variant: Variant::RawMallocPerCycle,
-        description: "a raw C allocation of 1 KiB per cycle, no handle at all",
+        description: "a raw C allocation of 4 KiB per cycle, no handle at all",
         expected: &["bytes"],
         invisible_to: &["handles"],
     },
