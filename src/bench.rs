@@ -137,29 +137,37 @@ impl RetainedBytes {
     }
 }
 
-impl Measurement for RetainedBytes {
-    type Intermediate = i64;
-    type Value = f64;
+/// A measurement of a level read by `$read` (an `i64`) at start and end, whose value is the
+/// difference: additive over iterations, as criterion needs.
+macro_rules! level_difference {
+    ($ty:ty, $read:ident, $formatter:expr) => {
+        impl Measurement for $ty {
+            type Intermediate = i64;
+            type Value = f64;
 
-    fn start(&self) -> i64 {
-        self.settled_allocated()
-    }
-    fn end(&self, start: i64) -> f64 {
-        (self.settled_allocated() - start) as f64
-    }
-    fn add(&self, a: &f64, b: &f64) -> f64 {
-        a + b
-    }
-    fn zero(&self) -> f64 {
-        0.0
-    }
-    fn to_f64(&self, v: &f64) -> f64 {
-        *v
-    }
-    fn formatter(&self) -> &dyn ValueFormatter {
-        &BytesFormatter
-    }
+            fn start(&self) -> i64 {
+                self.$read()
+            }
+            fn end(&self, start: i64) -> f64 {
+                (self.$read() - start) as f64
+            }
+            fn add(&self, a: &f64, b: &f64) -> f64 {
+                a + b
+            }
+            fn zero(&self) -> f64 {
+                0.0
+            }
+            fn to_f64(&self, v: &f64) -> f64 {
+                *v
+            }
+            fn formatter(&self) -> &dyn ValueFormatter {
+                &$formatter
+            }
+        }
+    };
 }
+
+level_difference!(RetainedBytes, settled_allocated, BytesFormatter);
 
 /// Undeclared live handles added to a ledger during the iterations.
 #[derive(Debug, Clone)]
@@ -178,26 +186,4 @@ impl RetainedHandles {
     }
 }
 
-impl Measurement for RetainedHandles {
-    type Intermediate = i64;
-    type Value = f64;
-
-    fn start(&self) -> i64 {
-        self.retained()
-    }
-    fn end(&self, start: i64) -> f64 {
-        (self.retained() - start) as f64
-    }
-    fn add(&self, a: &f64, b: &f64) -> f64 {
-        a + b
-    }
-    fn zero(&self) -> f64 {
-        0.0
-    }
-    fn to_f64(&self, v: &f64) -> f64 {
-        *v
-    }
-    fn formatter(&self) -> &dyn ValueFormatter {
-        &HandlesFormatter
-    }
-}
+level_difference!(RetainedHandles, retained, HandlesFormatter);
