@@ -13,7 +13,7 @@
 //! # Example
 //!
 //! ```
-//! use leakcheck::tracked::{TrackedCache, TrackedCfDescriptor, TrackedDb, TrackedOptions};
+//! use leakcheck::tracked::{SingleThreaded, TrackedCache, TrackedCfDescriptor, TrackedDb, TrackedOptions};
 //! use leakcheck::{owner_scope, HandleKind, Ledger};
 //!
 //! let ledger = Ledger::new(); // one per test: tests can run in parallel
@@ -24,7 +24,7 @@
 //!     opts.create_if_missing(true);
 //!     opts.create_missing_column_families(true);
 //!     let offsets = TrackedCfDescriptor::new("offsets", TrackedOptions::new(&ledger));
-//!     let db = TrackedDb::<rocksdb::SingleThreaded>::open_cf_descriptors(&opts, dir.path(), [offsets])?;
+//!     let db = TrackedDb::<SingleThreaded>::open_cf_descriptors(&opts, dir.path(), [offsets])?;
 //!     db.put(b"key", b"value")?;
 //!
 //!     // A cache nobody releases: the ledger sees it even though nothing refers to it.

@@ -31,6 +31,9 @@ pub use options::{
 };
 pub use tools::{TrackedCheckpoint, TrackedSstFileWriter};
 
+/// The rust-rocksdb items the wrappers' signatures use, so users need not name the crate.
+pub use rocksdb::{Direction, IteratorMode, MultiThreaded, SingleThreaded};
+
 #[allow(unused_imports)]
 use crate::Token;
 
