@@ -554,10 +554,12 @@ impl RunVerdict {
     }
 }
 
-/// Page-granular signals (resident, RSS) corroborate: they can call a leak, but their noise alone
-/// does not hold a run's verdict at "inconclusive" when the exact byte count has decided.
+/// Coarse signals corroborate: page-granular memory (resident, RSS) and the whole process's fds,
+/// maps and threads (the allocator maps extents, RocksDB starts threads, on its own schedule).
+/// They can call a leak, but their noise alone does not hold a run's verdict at "inconclusive"
+/// once the exact byte count and the exact per-directory and per-handle signals have decided.
 fn corroborating(signal: &str) -> bool {
-    signal.contains("resident") || signal.contains("rss")
+    signal.contains("resident") || signal.contains("rss") || matches!(signal, "maps" | "open_fds" | "threads")
 }
 
 /// The run's verdict from its signals: the worst of the judged (not informational) ones, where a

@@ -130,11 +130,11 @@ fn fit_line(samples: &[CycleSample], report: &RunReport, value: impl Fn(&CycleSa
     })
 }
 
-/// Draws the report's plots: one SVG with three panels (bytes with the fitted slope, retained
-/// handles per kind, open files and maps).
+/// Draws the report's plots: one SVG with four panels (bytes with the fitted slope, resident
+/// memory, retained handles per kind, open files and maps).
 pub fn plot_svgs(report: &RunReport, samples: &[CycleSample]) -> Vec<Plot> {
     let mut out = String::new();
-    let h = 3.0 * PANEL_H + 54.0;
+    let h = 4.0 * PANEL_H + 54.0;
     let _ = writeln!(
         out,
         r#"<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{h}" viewBox="0 0 {W} {h}" font-family="DejaVu Sans, Arial, sans-serif">"#
@@ -176,7 +176,14 @@ pub fn plot_svgs(report: &RunReport, samples: &[CycleSample]) -> Vec<Plot> {
     if handles.is_empty() {
         handles.push(series_of(samples, "all kinds", |_| Some(0.0)));
     }
-    panel(&mut out, 44.0 + PANEL_H, "retained handles per kind (undeclared, after close)", &handles, false);
+    let resident = vec![
+        series_of(samples, "jemalloc resident (after purge)", |c| c.sample.jemalloc.map(|j| j.resident_bytes as f64)),
+        series_of(samples, "RSS anonymous", |c| c.sample.process.rss_anon_bytes.map(|v| v as f64)),
+        series_of(samples, "RSS", |c| c.sample.process.rss_bytes.map(|v| v as f64)),
+    ];
+    panel(&mut out, 44.0 + PANEL_H, "resident memory (page-granular)", &resident, true);
+
+    panel(&mut out, 44.0 + 2.0 * PANEL_H, "retained handles per kind (undeclared, after close)", &handles, false);
 
     let os = vec![
         series_of(samples, "fds under store dir", |c| c.sample.process.open_fds_under_dir.map(|v| v as f64)),
@@ -184,7 +191,7 @@ pub fn plot_svgs(report: &RunReport, samples: &[CycleSample]) -> Vec<Plot> {
         series_of(samples, "open fds (process)", |c| c.sample.process.open_fds.map(|v| v as f64)),
         series_of(samples, "threads", |c| c.sample.process.threads.map(|v| v as f64)),
     ];
-    panel(&mut out, 44.0 + 2.0 * PANEL_H, "open files, maps and threads", &os, false);
+    panel(&mut out, 44.0 + 3.0 * PANEL_H, "open files, maps and threads", &os, false);
     out.push_str("</svg>\n");
     vec![Plot { file_name: "plot.svg".to_string(), svg: out }]
 }
