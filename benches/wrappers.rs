@@ -87,14 +87,28 @@ fn ops<'a>(ledger: &'a Ledger, dir: &'a Path, raw: &'a rocksdb::DB, tracked: &'a
     ]
 }
 
-fn side_by_side(c: &mut Criterion) {
+/// A scratch directory, a counts-only ledger, and a raw and a tracked DB filled alike. Fields in
+/// drop order: the DBs close before their directory is removed.
+struct Fixture {
+    raw: rocksdb::DB,
+    tracked: TrackedDb<SingleThreaded>,
+    ledger: Ledger,
+    dir: tempfile::TempDir,
+}
+
+fn fixture() -> Fixture {
     let dir = tempfile::tempdir().expect("tempdir");
     let ledger = Ledger::with_depth(Depth::Counts);
     let raw = raw_db(&dir.path().join("raw-main"));
     let tracked = tracked_db(&ledger, &dir.path().join("tracked-main"));
     fill(&raw);
     fill(&tracked);
-    for (name, mut r, mut t) in ops(&ledger, dir.path(), &raw, &tracked) {
+    Fixture { raw, tracked, ledger, dir }
+}
+
+fn side_by_side(c: &mut Criterion) {
+    let f = fixture();
+    for (name, mut r, mut t) in ops(&f.ledger, f.dir.path(), &f.raw, &f.tracked) {
         let mut g = c.benchmark_group(name);
         if name == "open_close_2cf" {
             g.sample_size(20);
@@ -106,14 +120,9 @@ fn side_by_side(c: &mut Criterion) {
 }
 
 fn interleaved() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let ledger = Ledger::with_depth(Depth::Counts);
-    let raw = raw_db(&dir.path().join("raw-main"));
-    let tracked = tracked_db(&ledger, &dir.path().join("tracked-main"));
-    fill(&raw);
-    fill(&tracked);
+    let f = fixture();
     println!("\nraw vs tracked (counts), interleaved, median per operation:");
-    for (name, mut r, mut t) in ops(&ledger, dir.path(), &raw, &tracked) {
+    for (name, mut r, mut t) in ops(&f.ledger, f.dir.path(), &f.raw, &f.tracked) {
         let (rounds, batch) = if name == "open_close_2cf" { (200, 1) } else { (400, 200) };
         let (mut rt, mut tt) = (Vec::new(), Vec::new());
         for i in 0..rounds {

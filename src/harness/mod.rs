@@ -444,7 +444,7 @@ impl Harness {
             s
         };
         let mut bk = Bookkeeping::new();
-        let mut swallowed_total = bk.track(|| ledger.report().swallowed_close_errors.len());
+        let mut swallowed_total = ledger.swallowed_count();
         let mut records = bk.track(|| Vec::with_capacity(if cfg.keep_records { cfg.cycles.min(10_000) as usize } else { 1 }));
         let mut samples = bk.track(|| Vec::with_capacity((cfg.cycles / cfg.sample_every.max(1)).min(10_000) as usize));
         let mut cycles_run = 0;
@@ -500,7 +500,7 @@ impl Harness {
         quiet_injected_panics();
         let cfg = &self.config;
         let recorder = Faults::recording(&FaultPlan::none(), cfg.seed);
-        let mut swallowed_total = ledger.report().swallowed_close_errors.len();
+        let mut swallowed_total = ledger.swallowed_count();
         let mut bk = Bookkeeping::new();
         let discovery = run_cycle(store, ledger, &recorder, 0, cfg, &mut swallowed_total, &mut bk);
         let points: BTreeSet<String> = recorder.passed().into_keys().collect();
@@ -582,7 +582,7 @@ fn run_cycle<L: Lifecycle>(
     });
     drop(checked);
     bk.track(|| {
-        let swallowed_now = ledger.report().swallowed_close_errors.len();
+        let swallowed_now = ledger.swallowed_count();
         let swallowed_close_errors = swallowed_now.saturating_sub(*swallowed_total);
         *swallowed_total = swallowed_now;
         let (open, work, close) = phases;

@@ -834,6 +834,18 @@ fn parse_offset(key: &[u8], value: &[u8]) -> Option<(u32, u64)> {
     Some((p, next))
 }
 
+/// Task stores handed to worker threads, one cell per task, by task.
+type Cells = BTreeMap<u32, Mutex<Option<TaskStore>>>;
+
+fn into_cells(tasks: impl IntoIterator<Item = TaskStore>) -> Cells {
+    tasks.into_iter().map(|t| (t.task, Mutex::new(Some(t)))).collect()
+}
+
+/// The per-task results' values, or the first error (the other values are dropped).
+fn first_error<T>(results: Vec<(u32, Result<T, StoreError>)>) -> Result<Vec<T>, StoreError> {
+    results.into_iter().map(|(_, r)| r).collect()
+}
+
 impl Lifecycle for ReferenceStore {
     type Store = OpenStores;
     type Error = StoreError;
@@ -855,58 +867,39 @@ impl Lifecycle for ReferenceStore {
             lock(&self.planted).raw_mallocs.push(std::hint::black_box(p) as usize);
         }
         let results = self.on_workers(ctx.cycle, (0..self.config.tasks).collect(), |t, w| self.open_task(ctx, t, w))?;
-        let mut tasks = Vec::new();
-        let mut first_error = None;
-        for (_, r) in results {
-            match r {
-                Ok(s) => tasks.push(s),
-                Err(e) => {
-                    first_error.get_or_insert(e);
-                }
-            }
-        }
-        match first_error {
-            // The tasks that did open are dropped here: everything they made is released.
-            Some(e) => Err(e),
-            None => Ok(OpenStores { tasks }),
-        }
+        // On an error, the tasks that did open are dropped here: everything they made is released.
+        Ok(OpenStores { tasks: first_error(results)? })
     }
 
     fn work(&mut self, store: &mut OpenStores, ctx: &CycleCtx<'_>) -> Result<(), StoreError> {
-        let cells: Vec<Mutex<Option<TaskStore>>> = store.tasks.drain(..).map(|t| Mutex::new(Some(t))).collect();
-        let index: BTreeMap<u32, usize> = cells.iter().enumerate().map(|(i, c)| (lock(c).as_ref().map_or(0, |t| t.task), i)).collect();
+        let cells = into_cells(store.tasks.drain(..));
         let this = &*self;
         // A worker may panic (an injected panic, a bug): catch it here so that every task's store,
         // with the segments it created this cycle, goes back to the caller and reaches close.
         let results = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            this.on_workers(ctx.cycle, index.keys().copied().collect(), |t, _| {
-                let cell = &cells[index[&t]];
-                let mut guard = lock(cell);
-                match guard.as_mut() {
-                    Some(task_store) => this.work_task(ctx, task_store),
-                    None => Ok(()),
-                }
+            this.on_workers(ctx.cycle, cells.keys().copied().collect(), |t, _| match lock(&cells[&t]).as_mut() {
+                Some(task_store) => this.work_task(ctx, task_store),
+                None => Ok(()),
             })
         }));
-        store.tasks = cells.into_iter().filter_map(|c| c.into_inner().unwrap_or_else(|p| p.into_inner())).collect();
+        store.tasks = cells.into_values().filter_map(|c| c.into_inner().unwrap_or_else(|p| p.into_inner())).collect();
         let results = match results {
             Ok(r) => r,
             Err(payload) => std::panic::resume_unwind(payload),
         };
-        results?.into_iter().map(|(_, r)| r).find(Result::is_err).unwrap_or(Ok(()))
+        first_error(results?).map(drop)
     }
 
     fn close(&mut self, store: OpenStores, ctx: &CycleCtx<'_>) -> Result<(), StoreError> {
-        let cells: Vec<Mutex<Option<TaskStore>>> = store.tasks.into_iter().map(|t| Mutex::new(Some(t))).collect();
-        let index: BTreeMap<u32, usize> = cells.iter().enumerate().map(|(i, c)| (lock(c).as_ref().map_or(0, |t| t.task), i)).collect();
-        let results = self.on_workers(ctx.cycle, index.keys().copied().collect(), |t, _| {
-            let taken = lock(&cells[index[&t]]).take();
+        let cells = into_cells(store.tasks);
+        let results = self.on_workers(ctx.cycle, cells.keys().copied().collect(), |t, _| {
+            let taken = lock(&cells[&t]).take();
             match taken {
                 Some(task_store) => self.close_task(ctx, task_store),
                 None => Ok(()),
             }
         })?;
-        results.into_iter().map(|(_, r)| r).find(Result::is_err).unwrap_or(Ok(()))
+        first_error(results).map(drop)
     }
 
     fn check(&mut self, ctx: &CycleCtx<'_>) -> Integrity {

@@ -347,7 +347,7 @@ impl TrackedDb<SingleThreaded> {
     #[track_caller]
     pub fn create_cf(&mut self, name: impl AsRef<str>, opts: &TrackedOptions) -> Result<(), rocksdb::Error> {
         let site = Location::caller();
-        self.inner_mut().create_cf(name.as_ref(), &opts.inner)?;
+        self.inner.create_cf(name.as_ref(), &opts.inner)?;
         self.add_cf(name.as_ref(), opts, site);
         Ok(())
     }
@@ -357,14 +357,10 @@ impl TrackedDb<SingleThreaded> {
     /// # Errors
     /// RocksDB's error (an unknown name, or the drop failed).
     pub fn drop_cf(&mut self, name: &str) -> Result<(), rocksdb::Error> {
-        let result = self.inner_mut().drop_cf(name);
+        let result = self.inner.drop_cf(name);
         // rust-rocksdb removes (and destroys) the handle even when the drop itself fails.
         self.remove_cf(name);
         result
-    }
-
-    fn inner_mut(&mut self) -> &mut Db<SingleThreaded> {
-        &mut self.inner
     }
 }
 
