@@ -27,7 +27,7 @@ fn check_of_the_reference_store_is_clean_and_its_json_report_round_trips() {
     let dir = tempfile::tempdir().expect("tempdir");
     let rep = dir.path().join("report");
     let rep_s = rep.to_str().expect("utf-8 path");
-    let mut args = vec!["check", "--cycles", "150", "--json", "--report", rep_s];
+    let mut args = vec!["check", "--cycles", "200", "--json", "--report", rep_s];
     args.extend(SMALL);
     let out = leakcheck(&args);
     let verdicts: Vec<String> = serde_json::from_slice::<serde_json::Value>(&out.stdout)
@@ -61,7 +61,7 @@ fn check_of_the_reference_store_is_clean_and_its_json_report_round_trips() {
         assert!(rep.join(f).metadata().is_ok_and(|m| m.len() > 100), "{f} missing");
     }
     let csv = std::fs::read_to_string(rep.join(report::SAMPLES_FILE)).expect("csv");
-    assert_eq!(csv.lines().count(), 151, "header + one row per cycle");
+    assert_eq!(csv.lines().count(), 201, "header + one row per cycle");
 }
 
 #[test]
