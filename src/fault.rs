@@ -16,6 +16,13 @@
 //! spirit of the fail crate's `20%3*return`. Unlike the fail crate's global registry, a plan lives
 //! in a [`Faults`] value handed to the code under test, so parallel tests never trigger each
 //! other's faults. With no plan, a check is a single branch.
+//!
+//! Probabilities are reproducible from the seed even when several threads check the same point.
+//! A check made inside an owner scope ([`crate::owner_scope`]) draws from the seed, the point,
+//! the cycle ([`Faults::set_cycle`]), the scope's path and how many draws that scope made before:
+//! where it happens, not when, so the order in which threads reach their checks changes nothing.
+//! Outside any scope, draws follow call order (deterministic in a single thread). `nth` and
+//! `every` count the calls of the whole plan, in the order they arrive.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -26,6 +33,7 @@ use std::sync::{Arc, Mutex};
 use serde::{Deserialize, Serialize};
 
 use crate::ledger::lock;
+use crate::ledger::owner::{fnv1a, scope_draw};
 
 /// The environment variable holding a fault plan.
 pub const FAULTS_ENV: &str = "LEAKCHECK_FAULTS";
@@ -41,7 +49,7 @@ pub enum Trigger {
     Nth(u64),
     /// Every n-th call.
     Every(u64),
-    /// Each call with this probability, from a PRNG seeded per point.
+    /// Each call with this probability, drawn from the seed (see the module docs).
     Probability(f64),
 }
 
@@ -246,11 +254,25 @@ struct PointState {
     fired: AtomicU64,
     /// `fired` at the last `take_fired`.
     taken: AtomicU64,
+    /// The seed mixed with the point's name: keyed draws start from here.
+    base: u64,
+    /// Call-order draws (outside any owner scope): a splitmix64 state.
     rng: Mutex<u64>,
+}
+
+const GOLDEN: u64 = 0x9e37_79b9_7f4a_7c15;
+
+/// splitmix64's finalizer: a bijection that spreads every input bit over the output.
+fn mix64(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
 }
 
 struct FaultsInner {
     points: BTreeMap<String, PointState>,
+    /// The cycle the code under test is in (keys scoped draws).
+    cycle: AtomicU64,
     /// Points passed (when recording), with their call counts.
     passed: Option<Mutex<BTreeMap<String, u64>>>,
 }
@@ -295,19 +317,24 @@ impl Faults {
             .specs
             .iter()
             .map(|(name, spec)| {
-                let h = name.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3));
+                let base = seed ^ fnv1a(name.as_bytes());
                 let state = PointState {
                     spec: *spec,
                     calls: AtomicU64::new(0),
                     fired: AtomicU64::new(0),
                     taken: AtomicU64::new(0),
-                    rng: Mutex::new(seed ^ h),
+                    base,
+                    rng: Mutex::new(base),
                 };
                 (name.clone(), state)
             })
             .collect();
         Faults {
-            inner: Some(Arc::new(FaultsInner { points, passed: record.then(|| Mutex::new(BTreeMap::new())) })),
+            inner: Some(Arc::new(FaultsInner {
+                points,
+                cycle: AtomicU64::new(0),
+                passed: record.then(|| Mutex::new(BTreeMap::new())),
+            })),
         }
     }
 
@@ -327,12 +354,18 @@ impl Faults {
             Trigger::Nth(n) => call == n,
             Trigger::Every(n) => call % n == 0,
             Trigger::Probability(p) => {
-                let mut s = lock(&state.rng);
-                *s = s.wrapping_add(0x9e37_79b9_7f4a_7c15);
-                let mut z = *s;
-                z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-                z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-                (((z ^ (z >> 31)) >> 11) as f64 / (1u64 << 53) as f64) < p
+                let z = match scope_draw() {
+                    Some((path, n)) => {
+                        let cycle = inner.cycle.load(Ordering::Relaxed);
+                        mix64(state.base ^ mix64(path.wrapping_add(n.wrapping_mul(GOLDEN))) ^ mix64(cycle.wrapping_add(GOLDEN)))
+                    }
+                    None => {
+                        let mut s = lock(&state.rng);
+                        *s = s.wrapping_add(GOLDEN);
+                        mix64(*s)
+                    }
+                };
+                ((z >> 11) as f64 / (1u64 << 53) as f64) < p
             }
         };
         if !fire {
@@ -349,6 +382,15 @@ impl Faults {
             None => false,
             Some(FaultAction::Error) => true,
             Some(FaultAction::Panic) => panic!("leakcheck: injected panic at fault point {name}"),
+        }
+    }
+
+    /// Tells the plan which cycle the code under test is in; the harness calls it before each
+    /// cycle. Draws made inside owner scopes depend on it, so that a scope that comes back every
+    /// cycle does not fail the same way every time.
+    pub fn set_cycle(&self, cycle: u64) {
+        if let Some(inner) = &self.inner {
+            inner.cycle.store(cycle, Ordering::Relaxed);
         }
     }
 

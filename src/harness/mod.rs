@@ -50,6 +50,10 @@ pub struct Integrity {
     pub lost_records: u64,
     /// Malformed offset entries skipped by restore (reported, not a failure).
     pub malformed_offsets_skipped: u64,
+    /// Records dropped because they arrived for a segment past the retention (reported, not a
+    /// failure: a window store drops late records).
+    #[serde(default)]
+    pub late_records_dropped: u64,
     /// Valid offset entries that restore did not return.
     pub offsets_dropped_by_restore: u64,
     /// Stores that could not be reopened because a LOCK was still held.
@@ -88,6 +92,7 @@ impl Integrity {
         self.records_checked += other.records_checked;
         self.lost_records += other.lost_records;
         self.malformed_offsets_skipped += other.malformed_offsets_skipped;
+        self.late_records_dropped += other.late_records_dropped;
         self.offsets_dropped_by_restore += other.offsets_dropped_by_restore;
         self.locks_held += other.locks_held;
         self.reopen_failures += other.reopen_failures;
@@ -530,6 +535,7 @@ fn run_cycle<L: Lifecycle>(
     swallowed_total: &mut usize,
     bk: &mut Bookkeeping,
 ) -> CycleRecord {
+    faults.set_cycle(cycle);
     let ctx = CycleCtx { cycle, ledger, faults };
     let mut work = Raw::Skipped;
     let mut close = Raw::Skipped;

@@ -256,6 +256,15 @@ struct Book {
     live: BTreeSet<u64>,
     /// Segments destroyed; their directories must be gone.
     destroyed: BTreeSet<u64>,
+    /// Records dropped since the last check because their segment had expired.
+    late_dropped: u64,
+}
+
+impl Book {
+    /// The newest segment ever made: stream time, in segments.
+    fn newest(&self) -> Option<u64> {
+        self.live.iter().chain(self.destroyed.iter()).copied().max()
+    }
 }
 
 /// Per-task state that outlives a cycle.
@@ -488,7 +497,10 @@ impl ReferenceStore {
                 let id = self.segment_of(offset);
                 if id < self.retained_from(task, store) {
                     // A late record: its segment has expired (stream time is past its
-                    // retention). Dropped, as a window store drops late records.
+                    // retention). Dropped, as a window store drops late records, even while the
+                    // expired segment is still open because an error cut work short before the
+                    // retention step.
+                    lock(book).late_dropped += 1;
                     continue;
                 }
                 if let std::collections::btree_map::Entry::Vacant(slot) = store.segments.entry(id) {
@@ -579,8 +591,13 @@ impl ReferenceStore {
     /// (open now, or on disk from earlier cycles).
     fn retained_from(&self, task: u32, store: &TaskStore) -> u64 {
         let book = lock(&self.tasks[task as usize].book);
-        let newest = store.segments.keys().chain(book.live.iter()).chain(book.destroyed.iter()).copied().max().unwrap_or(0);
-        newest.saturating_sub(u64::from(self.config.segments) - 1)
+        let newest = store.segments.keys().copied().max().max(book.newest()).unwrap_or(0);
+        self.retention_floor(newest)
+    }
+
+    /// The oldest segment within the retention when `newest` is the newest segment.
+    fn retention_floor(&self, newest: u64) -> u64 {
+        newest.saturating_sub(u64::from(self.config.segments.max(1)) - 1)
     }
 
     /// A range scan over the most recent records, across every live segment.
@@ -777,7 +794,15 @@ impl ReferenceStore {
                 report.problem(format!("task {task} segment {id}: close after check failed: {e}"));
             }
         }
-        let oldest_live = book.live.iter().next().copied();
+        // Counted since the last check.
+        report.late_records_dropped = std::mem::take(&mut lock(&self.tasks[task as usize].book).late_dropped);
+        // Records are owed from the oldest segment that is both on disk and within the retention:
+        // a segment past the retention may still be on disk (an error cut work short before the
+        // retention step), but records for it were dropped as late, as a window store drops them.
+        // Stream time only moves forward, so every segment at or above today's floor was within
+        // the retention when its records were written.
+        let floor = book.newest().map(|n| self.retention_floor(n));
+        let oldest_owed = book.live.iter().copied().find(|&id| floor.is_none_or(|f| id >= f));
         for (&p, &truth) in &book.committed {
             let got = restored.get(&p).copied().unwrap_or(0);
             if got < truth {
@@ -785,14 +810,19 @@ impl ReferenceStore {
                 report.problem(format!("task {task} partition {p}: restore returned offset {got}, committed {truth}"));
             }
             // Every record below the committed offset whose segment is still retained must exist.
-            let from = oldest_live.map_or(truth, |s| s * self.config.segment_interval);
+            let from = oldest_owed.map_or(truth, |s| s * self.config.segment_interval);
             let have = present.get(&p);
             for o in from..truth {
                 report.records_checked += 1;
                 if !have.is_some_and(|h| h.contains(&o)) {
                     report.lost_records += 1;
                     if report.lost_records <= 3 {
-                        report.problem(format!("task {task} partition {p}: offset {o} committed but its record is missing"));
+                        report.problem(format!(
+                            "task {task} partition {p}: offset {o} committed (up to {truth}) but its record is missing from segment {} (live segments {:?}, destroyed {:?})",
+                            self.segment_of(o),
+                            book.live,
+                            book.destroyed.iter().rev().take(3).collect::<Vec<_>>()
+                        ));
                     }
                 }
             }

@@ -15,7 +15,7 @@
 mod close;
 mod guard;
 mod kind;
-mod owner;
+pub(crate) mod owner;
 mod report;
 
 use std::backtrace::Backtrace;

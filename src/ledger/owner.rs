@@ -3,13 +3,27 @@
 //! The path is a per-thread stack of scopes. A handle registered while scopes are open records the
 //! joined path (`task 0_1 / segment 1717 / offsets`), so a report can say whose handle leaked.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::marker::PhantomData;
 use std::sync::Arc;
 
+/// One open scope.
+struct Frame {
+    /// The full path up to and including this scope.
+    path: Arc<str>,
+    /// A hash of `path`, and how many fault draws were made in this scope so far: together they
+    /// key a draw by where it happens rather than by when (see [`scope_draw`]).
+    path_hash: u64,
+    draws: Cell<u64>,
+}
+
 thread_local! {
-    /// Each element is the full path up to and including that scope.
-    static OWNER: RefCell<Vec<Arc<str>>> = const { RefCell::new(Vec::new()) };
+    static OWNER: RefCell<Vec<Frame>> = const { RefCell::new(Vec::new()) };
+}
+
+/// FNV-1a, 64 bits: stable across runs and builds (unlike `std`'s randomly keyed hasher).
+pub(crate) fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3))
 }
 
 /// Opens an owner scope on this thread until the returned guard drops. Scopes nest:
@@ -23,17 +37,35 @@ pub fn owner_scope(name: impl AsRef<str>) -> OwnerScope {
     OWNER.with(|stack| {
         let mut stack = stack.borrow_mut();
         let path: Arc<str> = match stack.last() {
-            Some(parent) => format!("{parent} / {}", name.as_ref()).into(),
+            Some(parent) => format!("{} / {}", parent.path, name.as_ref()).into(),
             None => name.as_ref().into(),
         };
-        stack.push(path);
+        let path_hash = fnv1a(path.as_bytes());
+        stack.push(Frame { path, path_hash, draws: Cell::new(0) });
         OwnerScope { depth: stack.len(), _not_send: PhantomData }
     })
 }
 
 /// The owner path of this thread's innermost open scope.
 pub fn current_owner() -> Option<Arc<str>> {
-    OWNER.with(|stack| stack.borrow().last().cloned())
+    OWNER.with(|stack| stack.borrow().last().map(|f| f.path.clone()))
+}
+
+/// For a fault draw made on this thread: the innermost scope's path hash and the number of draws
+/// made in that scope before this one (counted up). `None` outside any scope. Code that runs the
+/// same steps in the same scope makes the same sequence of draws there, whichever thread runs it
+/// and whatever other threads do meanwhile.
+pub(crate) fn scope_draw() -> Option<(u64, u64)> {
+    OWNER
+        .try_with(|stack| {
+            stack.borrow().last().map(|f| {
+                let n = f.draws.get();
+                f.draws.set(n + 1);
+                (f.path_hash, n)
+            })
+        })
+        .ok()
+        .flatten()
 }
 
 /// Closes its owner scope when dropped. Not `Send`: a scope belongs to the thread that opened it.
@@ -80,6 +112,28 @@ mod tests {
         assert_eq!(current_owner(), None);
         let _c = owner_scope("c");
         assert_eq!(current_owner().as_deref(), Some("c"));
+    }
+
+    #[test]
+    fn draws_count_per_scope() {
+        assert_eq!(scope_draw(), None);
+        let _a = owner_scope("task 0_1");
+        let (a, n0) = scope_draw().expect("in scope");
+        {
+            let _b = owner_scope("segment 3");
+            let (b, m0) = scope_draw().expect("in scope");
+            assert_ne!(a, b);
+            assert_eq!(m0, 0);
+        }
+        let (a2, n1) = scope_draw().expect("in scope");
+        assert_eq!((a2, n0, n1), (a, 0, 1), "the outer scope's count goes on after the inner one closed");
+        let other = std::thread::spawn(|| {
+            let _a = owner_scope("task 0_1");
+            scope_draw()
+        })
+        .join()
+        .expect("thread");
+        assert_eq!(other, Some((a, 0)), "the same scope on another thread keys the same draws");
     }
 
     #[test]
