@@ -146,6 +146,9 @@ pub struct CycleSummary {
     pub faults_fired: BTreeMap<String, u64>,
     /// Malformed offset entries skipped by restore.
     pub malformed_offsets_skipped: u64,
+    /// Records dropped as late (their segment past the retention): counted, not a failure.
+    #[serde(default)]
+    pub late_records_dropped: u64,
     /// Records checked by the integrity check.
     pub records_checked: u64,
     /// The first integrity problems.
@@ -165,6 +168,7 @@ impl CycleSummary {
             *self.faults_fired.entry(k.clone()).or_default() += v;
         }
         self.malformed_offsets_skipped = self.malformed_offsets_skipped.max(r.integrity.malformed_offsets_skipped);
+        self.late_records_dropped += r.integrity.late_records_dropped;
         self.records_checked += r.integrity.records_checked;
         for p in &r.integrity.problems {
             if self.integrity_problems.len() < 10 {

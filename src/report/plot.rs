@@ -177,11 +177,11 @@ pub fn plot_svgs(report: &RunReport, samples: &[CycleSample]) -> Vec<Plot> {
         handles.push(series_of(samples, "all kinds", |_| Some(0.0)));
     }
     let resident = vec![
-        series_of(samples, "jemalloc resident (after purge)", |c| c.sample.jemalloc.map(|j| j.resident_bytes as f64)),
+        series_of(samples, "jemalloc resident", |c| c.sample.jemalloc.map(|j| j.resident_bytes as f64)),
         series_of(samples, "RSS anonymous", |c| c.sample.process.rss_anon_bytes.map(|v| v as f64)),
         series_of(samples, "RSS", |c| c.sample.process.rss_bytes.map(|v| v as f64)),
     ];
-    panel(&mut out, 44.0 + PANEL_H, "resident memory (page-granular)", &resident, true);
+    panel(&mut out, 44.0 + PANEL_H, "resident memory (page-granular; jemalloc after purge)", &resident, true);
 
     panel(&mut out, 44.0 + 2.0 * PANEL_H, "retained handles per kind (undeclared, after close)", &handles, false);
 

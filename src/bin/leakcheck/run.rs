@@ -291,8 +291,8 @@ fn print_table(r: &RunReport) {
     println!("fault plan: {} (seed {}), tracking: {}", if s.plan.is_empty() { "none" } else { &s.plan }, s.seed, s.tracking);
     let c = &r.cycles_summary;
     println!(
-        "cycles with errors: open {}, work {}, close {}; panics {}; malformed offsets skipped {}",
-        c.open_errors, c.work_errors, c.close_errors, c.panics, c.malformed_offsets_skipped
+        "cycles with errors: open {}, work {}, close {}; panics {}; malformed offsets skipped {}; late records dropped {}",
+        c.open_errors, c.work_errors, c.close_errors, c.panics, c.malformed_offsets_skipped, c.late_records_dropped
     );
     println!();
     println!("{:<28} {:<10} {:<12} {:>14} {:>26}", "signal", "class", "verdict", "per cycle", "interval / residue");
