@@ -19,12 +19,13 @@
 //!
 //! Probabilities are reproducible from the seed even when several threads check the same point.
 //! A check made inside an owner scope ([`crate::owner_scope`]) draws from the seed, the point,
-//! the cycle ([`Faults::set_cycle`]), the scope's path and how many draws that scope made before:
-//! where it happens, not when, so the order in which threads reach their checks changes nothing.
+//! the cycle ([`Faults::set_cycle`]), the scope's path and how many times that point was checked
+//! under that path before in the cycle (so a retry that re-enters its scope draws anew): where it
+//! happens, not when, so the order in which threads reach their checks changes nothing.
 //! Outside any scope, draws follow call order (deterministic in a single thread). `nth` and
 //! `every` count the calls of the whole plan, in the order they arrive.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
 use std::str::FromStr;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -33,7 +34,7 @@ use std::sync::{Arc, Mutex};
 use serde::{Deserialize, Serialize};
 
 use crate::ledger::lock;
-use crate::ledger::owner::{fnv1a, scope_draw};
+use crate::ledger::owner::{current_owner_hash, fnv1a};
 
 /// The environment variable holding a fault plan.
 pub const FAULTS_ENV: &str = "LEAKCHECK_FAULTS";
@@ -249,7 +250,8 @@ impl fmt::Display for FaultPlan {
 struct PointState {
     spec: FaultSpec,
     calls: AtomicU64,
-    /// Times this point fired. Counters, not a list: a check never allocates, so the code under
+    /// Times this point fired. Counters, not a list: a check allocates nothing that grows with
+    /// the run (only `scoped` below, up to the number of paths one cycle uses), so the code under
     /// test's memory is not disturbed by the bookkeeping of its faults.
     fired: AtomicU64,
     /// `fired` at the last `take_fired`.
@@ -258,6 +260,9 @@ struct PointState {
     base: u64,
     /// Call-order draws (outside any owner scope): a splitmix64 state.
     rng: Mutex<u64>,
+    /// Scoped draws: checks made so far in this cycle, per owner path hash. Cleared (keeping its
+    /// capacity) when the cycle changes, so it stops allocating after the first cycles.
+    scoped: Mutex<HashMap<u64, u64>>,
 }
 
 const GOLDEN: u64 = 0x9e37_79b9_7f4a_7c15;
@@ -325,6 +330,7 @@ impl Faults {
                     taken: AtomicU64::new(0),
                     base,
                     rng: Mutex::new(base),
+                    scoped: Mutex::new(HashMap::new()),
                 };
                 (name.clone(), state)
             })
@@ -354,8 +360,14 @@ impl Faults {
             Trigger::Nth(n) => call == n,
             Trigger::Every(n) => call % n == 0,
             Trigger::Probability(p) => {
-                let z = match scope_draw() {
-                    Some((path, n)) => {
+                let z = match current_owner_hash() {
+                    Some(path) => {
+                        let n = {
+                            let mut scoped = lock(&state.scoped);
+                            let n = scoped.entry(path).or_insert(0);
+                            *n += 1;
+                            *n
+                        };
                         let cycle = inner.cycle.load(Ordering::Relaxed);
                         mix64(state.base ^ mix64(path.wrapping_add(n.wrapping_mul(GOLDEN))) ^ mix64(cycle.wrapping_add(GOLDEN)))
                     }
@@ -390,7 +402,11 @@ impl Faults {
     /// cycle does not fail the same way every time.
     pub fn set_cycle(&self, cycle: u64) {
         if let Some(inner) = &self.inner {
-            inner.cycle.store(cycle, Ordering::Relaxed);
+            if inner.cycle.swap(cycle, Ordering::Relaxed) != cycle {
+                for state in inner.points.values() {
+                    lock(&state.scoped).clear();
+                }
+            }
         }
     }
 
@@ -491,6 +507,40 @@ mod tests {
         assert_eq!(draw(7), draw(7));
         let hits = draw(7);
         assert!((850..1150).contains(&hits), "25% of 4000 gave {hits}");
+    }
+
+    /// Draws inside owner scopes: the rate holds, a retry that re-enters its scope draws anew, the
+    /// same path on another thread draws the same, and another cycle draws differently.
+    #[test]
+    fn scoped_draws_depend_on_where_and_when_not_on_the_thread() {
+        let plan = FaultPlan::parse("p=25%").expect("parse");
+        let attempts = |f: &Faults, task: &str| -> Vec<bool> {
+            (0..400)
+                .map(|_| {
+                    let _scope = crate::owner_scope(task);
+                    f.check("p").is_some()
+                })
+                .collect()
+        };
+        let f = Faults::new(&plan, 7);
+        f.set_cycle(3);
+        let here = attempts(&f, "task 0_0");
+        let hits = here.iter().filter(|&&x| x).count();
+        assert!((60..140).contains(&hits), "25% of 400 re-entered scopes gave {hits}");
+
+        let g = Faults::new(&plan, 7);
+        g.set_cycle(3);
+        let g2 = g.clone();
+        let (there, other_task) = std::thread::spawn(move || (attempts(&g2, "task 0_0"), attempts(&g2, "task 0_1")))
+            .join()
+            .expect("thread");
+        assert_eq!(here, there, "same seed, cycle and path on another thread");
+        assert_ne!(here, other_task, "another path draws otherwise");
+
+        f.set_cycle(4);
+        assert_ne!(here, attempts(&f, "task 0_0"), "another cycle draws otherwise");
+        f.set_cycle(3);
+        assert_eq!(here, attempts(&f, "task 0_0"), "coming back to a cycle starts its count again");
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //! The path is a per-thread stack of scopes. A handle registered while scopes are open records the
 //! joined path (`task 0_1 / segment 1717 / offsets`), so a report can say whose handle leaked.
 
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::marker::PhantomData;
 use std::sync::Arc;
 
@@ -11,10 +11,8 @@ use std::sync::Arc;
 struct Frame {
     /// The full path up to and including this scope.
     path: Arc<str>,
-    /// A hash of `path`, and how many fault draws were made in this scope so far: together they
-    /// key a draw by where it happens rather than by when (see [`scope_draw`]).
+    /// A hash of `path`: seeded fault draws are keyed by it (see [`current_owner_hash`]).
     path_hash: u64,
-    draws: Cell<u64>,
 }
 
 thread_local! {
@@ -41,7 +39,7 @@ pub fn owner_scope(name: impl AsRef<str>) -> OwnerScope {
             None => name.as_ref().into(),
         };
         let path_hash = fnv1a(path.as_bytes());
-        stack.push(Frame { path, path_hash, draws: Cell::new(0) });
+        stack.push(Frame { path, path_hash });
         OwnerScope { depth: stack.len(), _not_send: PhantomData }
     })
 }
@@ -51,21 +49,11 @@ pub fn current_owner() -> Option<Arc<str>> {
     OWNER.with(|stack| stack.borrow().last().map(|f| f.path.clone()))
 }
 
-/// For a fault draw made on this thread: the innermost scope's path hash and the number of draws
-/// made in that scope before this one (counted up). `None` outside any scope. Code that runs the
-/// same steps in the same scope makes the same sequence of draws there, whichever thread runs it
-/// and whatever other threads do meanwhile.
-pub(crate) fn scope_draw() -> Option<(u64, u64)> {
-    OWNER
-        .try_with(|stack| {
-            stack.borrow().last().map(|f| {
-                let n = f.draws.get();
-                f.draws.set(n + 1);
-                (f.path_hash, n)
-            })
-        })
-        .ok()
-        .flatten()
+/// A stable hash of this thread's innermost owner path (the same on every thread and in every
+/// run), or `None` outside any scope. Seeded fault draws are keyed by it, so a draw depends on
+/// where a check happens rather than on which thread gets there first.
+pub(crate) fn current_owner_hash() -> Option<u64> {
+    OWNER.try_with(|stack| stack.borrow().last().map(|f| f.path_hash)).ok().flatten()
 }
 
 /// Closes its owner scope when dropped. Not `Send`: a scope belongs to the thread that opened it.
@@ -115,25 +103,22 @@ mod tests {
     }
 
     #[test]
-    fn draws_count_per_scope() {
-        assert_eq!(scope_draw(), None);
+    fn path_hashes_name_the_path_not_the_thread() {
+        assert_eq!(current_owner_hash(), None);
         let _a = owner_scope("task 0_1");
-        let (a, n0) = scope_draw().expect("in scope");
+        let a = current_owner_hash().expect("in scope");
         {
             let _b = owner_scope("segment 3");
-            let (b, m0) = scope_draw().expect("in scope");
-            assert_ne!(a, b);
-            assert_eq!(m0, 0);
+            assert_ne!(current_owner_hash(), Some(a));
         }
-        let (a2, n1) = scope_draw().expect("in scope");
-        assert_eq!((a2, n0, n1), (a, 0, 1), "the outer scope's count goes on after the inner one closed");
+        assert_eq!(current_owner_hash(), Some(a));
         let other = std::thread::spawn(|| {
             let _a = owner_scope("task 0_1");
-            scope_draw()
+            current_owner_hash()
         })
         .join()
         .expect("thread");
-        assert_eq!(other, Some((a, 0)), "the same scope on another thread keys the same draws");
+        assert_eq!(other, Some(a), "the same path on another thread hashes the same");
     }
 
     #[test]
