@@ -502,9 +502,15 @@ pub struct LeakRate {
 pub struct BaselineReturn {
     /// Clean when every judged field is back within tolerance.
     pub verdict: Verdict,
-    /// Final minus baseline allocated bytes.
+    /// Final minus baseline allocated bytes (raw: includes what RocksDB accounts for and the
+    /// harness's own records, which grow with a long run).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub allocated_delta_bytes: Option<i64>,
+    /// Final minus baseline unexplained bytes (allocated minus RocksDB's accounting and the
+    /// harness's bookkeeping): the judged byte field when both samples carry an explanation,
+    /// else `allocated_delta_bytes` is judged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unexplained_delta_bytes: Option<i64>,
     /// The allowed excess.
     pub tolerance_bytes: u64,
     /// Final minus baseline fds under the store directory (must be 0).
@@ -655,14 +661,21 @@ pub fn analyze(cycles: &[CycleSample], baseline: Option<&Sample>, last: Option<&
     let baseline_return = match (baseline, last) {
         (Some(b), Some(l)) => {
             let allocated_delta_bytes = delta(b.allocated_bytes(), l.allocated_bytes());
+            let unexplained_delta_bytes = if b.has_explanation() && l.has_explanation() {
+                b.unexplained_bytes().zip(l.unexplained_bytes()).map(|(b, l)| l - b)
+            } else {
+                None
+            };
+            let judged_bytes = unexplained_delta_bytes.or(allocated_delta_bytes);
             let fds_under_dir_delta = delta(b.process.open_fds_under_dir, l.process.open_fds_under_dir);
             let maps_under_dir_delta = delta(b.process.maps_under_dir, l.process.maps_under_dir);
-            let ok = allocated_delta_bytes.is_none_or(|d| d <= cfg.baseline_tolerance_bytes as i64)
+            let ok = judged_bytes.is_none_or(|d| d <= cfg.baseline_tolerance_bytes as i64)
                 && fds_under_dir_delta.is_none_or(|d| d == 0)
                 && maps_under_dir_delta.is_none_or(|d| d == 0);
             Some(BaselineReturn {
                 verdict: if ok { Verdict::Clean } else { Verdict::Leak },
                 allocated_delta_bytes,
+                unexplained_delta_bytes,
                 tolerance_bytes: cfg.baseline_tolerance_bytes,
                 fds_under_dir_delta,
                 maps_under_dir_delta,
@@ -768,6 +781,25 @@ mod tests {
         let v = analyze(&cycles, Some(&base), Some(&last), &cfg);
         let b = v.baseline_return.expect("baseline");
         assert_eq!((b.verdict, b.fds_under_dir_delta), (Verdict::Leak, Some(2)));
+    }
+
+    /// A long run's own records and RocksDB's accounted memory are not left over; bytes nothing
+    /// explains are.
+    #[test]
+    fn the_return_to_baseline_judges_unexplained_bytes() {
+        let cfg = AnalysisConfig::default();
+        let cycles: Vec<CycleSample> =
+            (0..50).map(|c| CycleSample::new(c, sample(10_000_000, Some(0)), BTreeMap::new(), true)).collect();
+        let mut base = sample(9_000_000, Some(0));
+        base.bookkeeping_bytes = Some(1_000);
+        // 10 MB more allocated at the end: 6 MB of harness records, 3 MB of memtables, 1 MB unexplained.
+        let mut last = sample(19_000_000, Some(3_000_000));
+        last.bookkeeping_bytes = Some(6_001_000);
+        let b = analyze(&cycles, Some(&base), Some(&last), &cfg).baseline_return.expect("baseline");
+        assert_eq!((b.verdict, b.allocated_delta_bytes, b.unexplained_delta_bytes), (Verdict::Clean, Some(10_000_000), Some(1_000_000)));
+        last.bookkeeping_bytes = Some(2_001_000);
+        let b = analyze(&cycles, Some(&base), Some(&last), &cfg).baseline_return.expect("baseline");
+        assert_eq!((b.verdict, b.unexplained_delta_bytes), (Verdict::Leak, Some(5_000_000)));
     }
 
     #[test]

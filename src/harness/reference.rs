@@ -252,18 +252,21 @@ pub struct OpenStores {
 struct Book {
     /// Offsets known to be committed durably, per partition: the truth restore must return.
     committed: BTreeMap<u32, u64>,
-    /// Segments alive on disk.
+    /// Segments alive on disk; no other segment directory may exist.
     live: BTreeSet<u64>,
-    /// Segments destroyed; their directories must be gone.
-    destroyed: BTreeSet<u64>,
+    /// The newest segment ever made: stream time, in segments. (Not the set of destroyed
+    /// segments: that would grow by a few bytes per cycle for the life of the store, a slow
+    /// logical leak in the reference store itself, measured on a 25-minute soak.)
+    newest: Option<u64>,
     /// Records dropped since the last check because their segment had expired.
     late_dropped: u64,
 }
 
 impl Book {
-    /// The newest segment ever made: stream time, in segments.
-    fn newest(&self) -> Option<u64> {
-        self.live.iter().chain(self.destroyed.iter()).copied().max()
+    /// Records a segment made on disk.
+    fn made(&mut self, id: u64) {
+        self.live.insert(id);
+        self.newest = self.newest.max(Some(id));
     }
 }
 
@@ -419,8 +422,14 @@ impl ReferenceStore {
                 db_options.create_if_missing(false);
             }
         }
-        let db = Db::open_cf_descriptors(&db_options, &path, cfs)
-            .map_err(|source| StoreError::RocksDb { task, segment: id, what: "open", source })?;
+        let existed = path.exists();
+        let db = Db::open_cf_descriptors(&db_options, &path, cfs).map_err(|source| {
+            // RocksDB makes the directory before it fails: a segment that never opened must not
+            // leave one behind (the integrity check calls any directory that is not a live
+            // segment stale).
+            remove_if_made(existed, &path);
+            StoreError::RocksDb { task, segment: id, what: "open", source }
+        })?;
         Ok(Segment { id, db, _db_options: db_options })
     }
 
@@ -507,16 +516,18 @@ impl ReferenceStore {
                     if ctx.faults.check_error("work.roll") {
                         // A real error: opening a fresh segment that must already exist.
                         let path = self.segment_dir(task, id);
+                        let existed = path.exists();
                         let mut o = TrackedOptions::new(ctx.ledger);
                         o.create_if_missing(false);
                         let err = match Db::open(&o, &path) {
                             Err(source) => StoreError::RocksDb { task, segment: id, what: "roll", source },
                             Ok(_) => StoreError::Injected { task, point: "work.roll" },
                         };
+                        remove_if_made(existed, &path);
                         return Err(err);
                     }
                     slot.insert(self.open_segment(ctx, task, id)?);
-                    lock(book).live.insert(id);
+                    lock(book).made(id);
                 }
                 let seg = &store.segments[&id];
                 let batch = by_segment.entry(id).or_insert_with(|| TrackedWriteBatch::new(ctx.ledger));
@@ -576,11 +587,7 @@ impl ReferenceStore {
                     drop(seg._db_options);
                 }
                 let _ = Db::destroy(&opts, &path);
-                {
-                    let mut b = lock(book);
-                    b.live.remove(&id);
-                    b.destroyed.insert(id);
-                }
+                lock(book).live.remove(&id);
                 std::fs::remove_dir_all(&path).or_else(|e| if e.kind() == std::io::ErrorKind::NotFound { Ok(()) } else { Err(e) }).map_err(io(&path))?;
             }
         }
@@ -591,7 +598,7 @@ impl ReferenceStore {
     /// (open now, or on disk from earlier cycles).
     fn retained_from(&self, task: u32, store: &TaskStore) -> u64 {
         let book = lock(&self.tasks[task as usize].book);
-        let newest = store.segments.keys().copied().max().max(book.newest()).unwrap_or(0);
+        let newest = store.segments.keys().copied().max().max(book.newest).unwrap_or(0);
         self.retention_floor(newest)
     }
 
@@ -741,10 +748,24 @@ impl ReferenceStore {
         let _owner = owner_scope(format!("check task 0_{task}"));
         let book = lock(&self.tasks[task as usize].book).clone();
         let mut report = Integrity::default();
-        for id in &book.destroyed {
-            if self.segment_dir(task, *id).exists() {
-                report.stale_dirs += 1;
-                report.problem(format!("task {task}: destroyed segment {id} is still on disk"));
+        // Every segment directory on disk must be a live segment: a destroyed one still there, or
+        // one re-created after its destruction, is stale.
+        let task_dir = self.config.dir.join(format!("task_0_{task}"));
+        match std::fs::read_dir(&task_dir) {
+            Ok(entries) => {
+                for entry in entries.flatten() {
+                    let name = entry.file_name();
+                    let id = name.to_str().and_then(|n| n.strip_prefix("segment_")).and_then(|n| n.parse::<u64>().ok());
+                    if let Some(id) = id.filter(|id| !book.live.contains(id)) {
+                        report.stale_dirs += 1;
+                        report.problem(format!("task {task}: segment {id} is on disk but not live (destroyed, or re-created)"));
+                    }
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => {
+                report.reopen_failures += 1;
+                report.problem(format!("task {task}: cannot list {}: {e}", task_dir.display()));
             }
         }
         let mut restored = BTreeMap::new();
@@ -801,7 +822,7 @@ impl ReferenceStore {
         // retention step), but records for it were dropped as late, as a window store drops them.
         // Stream time only moves forward, so every segment at or above today's floor was within
         // the retention when its records were written.
-        let floor = book.newest().map(|n| self.retention_floor(n));
+        let floor = book.newest.map(|n| self.retention_floor(n));
         let oldest_owed = book.live.iter().copied().find(|&id| floor.is_none_or(|f| id >= f));
         for (&p, &truth) in &book.committed {
             let got = restored.get(&p).copied().unwrap_or(0);
@@ -818,10 +839,10 @@ impl ReferenceStore {
                     report.lost_records += 1;
                     if report.lost_records <= 3 {
                         report.problem(format!(
-                            "task {task} partition {p}: offset {o} committed (up to {truth}) but its record is missing from segment {} (live segments {:?}, destroyed {:?})",
+                            "task {task} partition {p}: offset {o} committed (up to {truth}) but its record is missing from segment {} (live segments {:?}, stream time at segment {:?})",
                             self.segment_of(o),
                             book.live,
-                            book.destroyed.iter().rev().take(3).collect::<Vec<_>>()
+                            book.newest
                         ));
                     }
                 }
@@ -835,6 +856,14 @@ impl Segment {
     /// A column family of this segment.
     fn cf(&self, task: u32, name: &'static str) -> Result<crate::tracked::TrackedBoundCf<'_>, StoreError> {
         self.db.cf_handle(name).ok_or(StoreError::MissingCf { task, segment: self.id, name })
+    }
+}
+
+/// Removes the directory a failed open made. A failure to remove it is not reported here: the
+/// caller is already returning the open's error, and the integrity check reports the directory.
+fn remove_if_made(existed: bool, path: &Path) {
+    if !existed {
+        let _ = std::fs::remove_dir_all(path);
     }
 }
 

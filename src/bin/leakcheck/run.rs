@@ -320,9 +320,13 @@ fn print_table(r: &RunReport) {
     }
     if let Some(b) = &r.baseline_return {
         println!(
-            "return to baseline: {} (allocated {:+}, fds under dir {:+}, maps under dir {:+})",
+            "return to baseline: {} ({}, fds under dir {:+}, maps under dir {:+})",
             b.verdict,
-            b.allocated_delta_bytes.unwrap_or(0),
+            match (b.unexplained_delta_bytes, b.allocated_delta_bytes) {
+                (Some(u), Some(a)) => format!("unexplained {u:+}, allocated {a:+}"),
+                (None, Some(a)) => format!("allocated {a:+}"),
+                _ => "bytes unreadable".to_string(),
+            },
             b.fds_under_dir_delta.unwrap_or(0),
             b.maps_under_dir_delta.unwrap_or(0)
         );
