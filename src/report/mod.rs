@@ -117,8 +117,11 @@ pub struct RunSettings {
     pub tasks: u32,
     /// Segments per task.
     pub segments: u32,
-    /// Cycle limit.
+    /// Cycles asked for.
     pub cycles: u64,
+    /// `check` only: how far the run may go on while the verdict is inconclusive.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_cycles: Option<u64>,
     /// Time limit in seconds, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub duration_seconds: Option<f64>,

@@ -1,6 +1,6 @@
 //! The `leakcheck` command line. Parses arguments, calls the library, maps outcomes to exit
 //! codes: 0 clean, 1 leak found (or a regression, for `compare`), 2 usage or environment error,
-//! 3 inconclusive (not enough cycles to decide either way).
+//! 3 inconclusive (not enough cycles to decide either way, even after `check` went on to --max-cycles).
 
 mod mutants;
 mod run;
@@ -41,6 +41,10 @@ pub struct RunArgs {
     /// Run for this long (for example 90s, 30m, 8h, 1h30m).
     #[arg(long, value_parser = parse_duration)]
     pub duration: Option<Duration>,
+    /// check: when the memory verdict is still inconclusive after --cycles, go on, deciding every
+    /// 10 cycles, up to this many cycles (default: 4 x --cycles; equal to --cycles: never)
+    #[arg(long)]
+    pub max_cycles: Option<u64>,
     /// Fault plan, for example `close.marker=10%,open.db=nth:2` (default: one that reaches every
     /// close path; LEAKCHECK_FAULTS when set; `none` for no faults).
     #[arg(long)]

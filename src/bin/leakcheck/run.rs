@@ -84,6 +84,10 @@ impl Progress {
 
     fn tick(&mut self, cycle: u64, line: impl FnOnce() -> String) {
         if let Some(bar) = &self.bar {
+            if bar.length().is_some_and(|len| cycle > len) {
+                // `check` going on past --cycles while the verdict is inconclusive.
+                bar.set_length(cycle);
+            }
             bar.set_position(cycle);
             bar.set_message(line());
         } else if self.last_line.elapsed() >= self.every {
@@ -144,6 +148,15 @@ pub fn run(command: &str, args: RunArgs) -> Result<ExitCode> {
     if cycles < 30 {
         bail!("--cycles {cycles}: at least 30 cycles are needed for a verdict on memory");
     }
+    // How far `check` may go on while the verdict is inconclusive: the verdict says how many more
+    // cycles would decide, and the main job should give a verdict, not a shrug.
+    let max_cycles = match (args.max_cycles, soak || args.duration.is_some()) {
+        (Some(_), true) => bail!("--max-cycles applies to check with --cycles, not to soak or --duration"),
+        (None, true) => None,
+        (Some(m), false) if m < cycles => bail!("--max-cycles {m}: less than --cycles {cycles}"),
+        (Some(m), false) => Some(m),
+        (None, false) => Some(cycles.saturating_mul(4)),
+    };
     if let Some(dir) = &args.report {
         report::prepare_dir(dir).with_context(|| format!("--report {}", dir.display()))?;
     }
@@ -177,13 +190,14 @@ pub fn run(command: &str, args: RunArgs) -> Result<ExitCode> {
         tasks: args.tasks,
         segments: args.segments,
         cycles,
+        max_cycles,
         duration_seconds: args.duration.map(|d| d.as_secs_f64()),
         plan: plan.to_string(),
         seed: args.seed,
         tracking: depth.name().to_string(),
     };
     let mut hc = HarnessConfig::default();
-    hc.cycles = cycles;
+    hc.cycles = max_cycles.unwrap_or(cycles);
     hc.plan = plan;
     hc.seed = args.seed;
     hc.sample_every = args.sample_every.unwrap_or(if soak { 5 } else { 1 });
@@ -237,6 +251,11 @@ pub fn run(command: &str, args: RunArgs) -> Result<ExitCode> {
         if args.duration.is_some_and(|d| started.elapsed() >= d) {
             return ControlFlow::Break(());
         }
+        // Past the cycles asked for, stop as soon as the memory signals decide.
+        if cycle >= cycles && (cycle - cycles) % 10 == 0 && analyze(p.samples, None, None, &analysis).verdict != Verdict::Inconclusive
+        {
+            return ControlFlow::Break(());
+        }
         ControlFlow::Continue(())
     });
     progress.finish();
@@ -280,12 +299,17 @@ fn fmt_num(v: Option<f64>, unit: &str) -> String {
 fn print_table(r: &RunReport) {
     let s = &r.settings;
     println!(
-        "leakcheck {}: reference store, {} tasks x {} segments, {} cycles in {:.1} s{}",
+        "leakcheck {}: reference store, {} tasks x {} segments, {} cycles in {:.1} s{}{}",
         s.command,
         s.tasks,
         s.segments,
         r.cycles_run,
         r.elapsed_seconds,
+        if r.cycles_run > s.cycles {
+            format!(" ({} asked; went on while the verdict was inconclusive)", s.cycles)
+        } else {
+            String::new()
+        },
         if r.interrupted { " (interrupted)" } else { "" }
     );
     println!("fault plan: {} (seed {}), tracking: {}", if s.plan.is_empty() { "none" } else { &s.plan }, s.seed, s.tracking);
