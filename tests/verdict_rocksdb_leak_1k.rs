@@ -6,11 +6,6 @@ mod common;
 
 #[test]
 fn a_1kib_per_cycle_malloc_leak_is_flagged() {
-    let v = common::run(200, 1024, &Default::default());
-    common::print(&v);
-    let alloc = v.signal("allocated_bytes").expect("allocated signal");
-    assert_eq!(alloc.verdict, leakcheck::Verdict::Leak);
-    let slope = alloc.slope_per_cycle.expect("slope");
-    assert!((900.0..1300.0).contains(&slope), "slope {slope} B/cycle for a 1024 B/cycle leak");
+    let v = common::assert_flagged(200, 1024, 900.0..1300.0);
     assert_eq!(v.verdict, leakcheck::Verdict::Leak);
 }

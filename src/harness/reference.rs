@@ -504,7 +504,7 @@ impl ReferenceStore {
             let mut by_segment: BTreeMap<u64, TrackedWriteBatch> = BTreeMap::new();
             for offset in start..end {
                 let id = self.segment_of(offset);
-                if id < self.retained_from(task, store) {
+                if id < self.retained_from(task) {
                     // A late record: its segment has expired (stream time is past its
                     // retention). Dropped, as a window store drops late records, even while the
                     // expired segment is still open because an error cut work short before the
@@ -572,7 +572,7 @@ impl ReferenceStore {
         }
         self.scan(ctx, store)?;
         // Retention: segments that fell out of the window are closed and destroyed.
-        let keep_from = self.retained_from(task, store);
+        let keep_from = self.retained_from(task);
         let expired: Vec<u64> = store.segments.keys().copied().filter(|&id| id < keep_from).collect();
         for id in expired {
             if let Some(seg) = store.segments.remove(&id) {
@@ -595,11 +595,9 @@ impl ReferenceStore {
     }
 
     /// The oldest segment id within the retention: stream time is the newest segment ever made
-    /// (open now, or on disk from earlier cycles).
-    fn retained_from(&self, task: u32, store: &TaskStore) -> u64 {
-        let book = lock(&self.tasks[task as usize].book);
-        let newest = store.segments.keys().copied().max().max(book.newest).unwrap_or(0);
-        self.retention_floor(newest)
+    /// (every open segment was recorded in the book when it was made).
+    fn retained_from(&self, task: u32) -> u64 {
+        self.retention_floor(lock(&self.tasks[task as usize].book).newest.unwrap_or(0))
     }
 
     /// The oldest segment within the retention when `newest` is the newest segment.
@@ -746,8 +744,14 @@ impl ReferenceStore {
 
     fn check_task(&self, ctx: &CycleCtx<'_>, task: u32) -> Integrity {
         let _owner = owner_scope(format!("check task 0_{task}"));
-        let book = lock(&self.tasks[task as usize].book).clone();
-        let mut report = Integrity::default();
+        // A snapshot of the book; the late drops are counted since the last check.
+        let book = {
+            let mut live = lock(&self.tasks[task as usize].book);
+            let snapshot = live.clone();
+            live.late_dropped = 0;
+            snapshot
+        };
+        let mut report = Integrity { late_records_dropped: book.late_dropped, ..Integrity::default() };
         // Every segment directory on disk must be a live segment: a destroyed one still there, or
         // one re-created after its destruction, is stale.
         let task_dir = self.config.dir.join(format!("task_0_{task}"));
@@ -815,8 +819,6 @@ impl ReferenceStore {
                 report.problem(format!("task {task} segment {id}: close after check failed: {e}"));
             }
         }
-        // Counted since the last check.
-        report.late_records_dropped = std::mem::take(&mut lock(&self.tasks[task as usize].book).late_dropped);
         // Records are owed from the oldest segment that is both on disk and within the retention:
         // a segment past the retention may still be on disk (an error cut work short before the
         // retention step), but records for it were dropped as late, as a window store drops them.

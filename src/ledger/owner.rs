@@ -7,16 +7,9 @@ use std::cell::RefCell;
 use std::marker::PhantomData;
 use std::sync::Arc;
 
-/// One open scope.
-struct Frame {
-    /// The full path up to and including this scope.
-    path: Arc<str>,
-    /// A hash of `path`: seeded fault draws are keyed by it (see [`current_owner_hash`]).
-    path_hash: u64,
-}
-
 thread_local! {
-    static OWNER: RefCell<Vec<Frame>> = const { RefCell::new(Vec::new()) };
+    /// Each element is the full path up to and including that scope.
+    static OWNER: RefCell<Vec<Arc<str>>> = const { RefCell::new(Vec::new()) };
 }
 
 /// FNV-1a, 64 bits: stable across runs and builds (unlike `std`'s randomly keyed hasher).
@@ -35,25 +28,25 @@ pub fn owner_scope(name: impl AsRef<str>) -> OwnerScope {
     OWNER.with(|stack| {
         let mut stack = stack.borrow_mut();
         let path: Arc<str> = match stack.last() {
-            Some(parent) => format!("{} / {}", parent.path, name.as_ref()).into(),
+            Some(parent) => format!("{parent} / {}", name.as_ref()).into(),
             None => name.as_ref().into(),
         };
-        let path_hash = fnv1a(path.as_bytes());
-        stack.push(Frame { path, path_hash });
+        stack.push(path);
         OwnerScope { depth: stack.len(), _not_send: PhantomData }
     })
 }
 
 /// The owner path of this thread's innermost open scope.
 pub fn current_owner() -> Option<Arc<str>> {
-    OWNER.with(|stack| stack.borrow().last().map(|f| f.path.clone()))
+    OWNER.with(|stack| stack.borrow().last().cloned())
 }
 
 /// A stable hash of this thread's innermost owner path (the same on every thread and in every
 /// run), or `None` outside any scope. Seeded fault draws are keyed by it, so a draw depends on
-/// where a check happens rather than on which thread gets there first.
+/// where a check happens rather than on which thread gets there first. Hashed here, at the draw,
+/// rather than kept per scope: most scopes never see a draw.
 pub(crate) fn current_owner_hash() -> Option<u64> {
-    OWNER.try_with(|stack| stack.borrow().last().map(|f| f.path_hash)).ok().flatten()
+    OWNER.try_with(|stack| stack.borrow().last().map(|path| fnv1a(path.as_bytes()))).ok().flatten()
 }
 
 /// Closes its owner scope when dropped. Not `Send`: a scope belongs to the thread that opened it.

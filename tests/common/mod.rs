@@ -67,3 +67,15 @@ pub fn print(v: &RunVerdict) {
     eprintln!("  leak rate {:?}", v.leak_rate);
     eprintln!("  baseline {:?}", v.baseline_return);
 }
+
+/// Runs `cycles` cycles with a planted native leak of `leak_bytes` per cycle and asserts that the
+/// bytes signal calls it a leak at a slope within `expected` (bytes per cycle).
+pub fn assert_flagged(cycles: u64, leak_bytes: usize, expected: std::ops::Range<f64>) -> RunVerdict {
+    let v = run(cycles, leak_bytes, &AnalysisConfig::default());
+    print(&v);
+    let alloc = v.signal("allocated_bytes").expect("allocated signal");
+    assert_eq!(alloc.verdict, leakcheck::Verdict::Leak);
+    let slope = alloc.slope_per_cycle.expect("slope");
+    assert!(expected.contains(&slope), "slope {slope} B/cycle for a {leak_bytes} B/cycle leak");
+    v
+}
