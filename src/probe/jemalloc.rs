@@ -36,7 +36,17 @@ pub struct JemallocStats {
     pub metadata_bytes: u64,
     /// Whether every arena was purged and this thread's cache flushed before reading.
     pub purged: bool,
+    /// Freed objects held in the thread caches of every thread (`stats.arenas.<all>.tcache_bytes`).
+    /// `stats.allocated` still counts them: a cache is filled from the arena in batches and
+    /// returns to it in batches, so a RocksDB flush or compaction thread that freed 90 KB leaves
+    /// them "allocated" until its cache overflows or the thread exits. Only the sampling thread's
+    /// cache can be flushed; the rest is subtracted as explained.
+    #[serde(default)]
+    pub tcache_bytes: u64,
 }
+
+/// `stats.arenas.<MALLCTL_ARENAS_ALL>.tcache_bytes`: the bytes in all threads' caches.
+const TCACHE_BYTES_ALL_ARENAS: &[u8] = b"stats.arenas.4096.tcache_bytes\0";
 
 /// Reads jemalloc's counters after advancing the epoch. With `purge`, first flushes the calling
 /// thread's cache and purges all arenas, so that samples taken at different times are comparable
@@ -57,7 +67,15 @@ pub fn read(purge: bool) -> Result<JemallocStats, ProbeError> {
         retained_bytes: read("stats.retained", stats::retained::read())?,
         metadata_bytes: read("stats.metadata", stats::metadata::read())?,
         purged: purge,
+        tcache_bytes: tcache_bytes()?,
     })
+}
+
+/// Bytes of freed objects held in every thread's cache (as of the last epoch advance).
+fn tcache_bytes() -> Result<u64, ProbeError> {
+    // SAFETY: the name is nul-terminated and this mallctl reads a `size_t`, which is `usize`.
+    let v = unsafe { tikv_jemalloc_ctl::raw::read::<usize>(TCACHE_BYTES_ALL_ARENAS) };
+    v.map(|v| v as u64).map_err(|e| ProbeError::jemalloc("stats.arenas.<all>.tcache_bytes", e))
 }
 
 /// Reads only `stats.allocated` (after advancing the epoch): the cheapest trend signal.

@@ -96,10 +96,12 @@ impl Sample {
     }
 
     /// Bytes explained without being a leak: what RocksDB accounts for (memtables, table
-    /// readers, block caches of the live DBs and caches it was asked about) plus the measuring
-    /// code's own bookkeeping.
+    /// readers, block caches of the live DBs and caches it was asked about), the measuring
+    /// code's own bookkeeping, and freed objects parked in threads' allocator caches.
     pub fn explained_bytes(&self) -> i64 {
-        self.rocksdb.map_or(0, |r| r.explained_bytes()) as i64 + self.bookkeeping_bytes.unwrap_or(0)
+        self.rocksdb.map_or(0, |r| r.explained_bytes()) as i64
+            + self.bookkeeping_bytes.unwrap_or(0)
+            + self.jemalloc.map_or(0, |j| j.tcache_bytes) as i64
     }
 
     /// Allocated bytes minus [`Sample::explained_bytes`]. Equals allocated bytes when neither
@@ -108,9 +110,10 @@ impl Sample {
         Some(self.allocated_bytes()? as i64 - self.explained_bytes())
     }
 
-    /// Whether part of the bytes is explained (RocksDB's accounting or bookkeeping was read).
+    /// Whether part of the bytes is explained (RocksDB's accounting, the bookkeeping or the
+    /// thread caches were read).
     pub fn has_explanation(&self) -> bool {
-        self.rocksdb.is_some() || self.bookkeeping_bytes.is_some()
+        self.rocksdb.is_some() || self.bookkeeping_bytes.is_some() || self.jemalloc.is_some()
     }
 }
 
@@ -155,6 +158,11 @@ pub struct SampleSettle {
     pub timeout: Duration,
     /// First pause between samples; doubles up to 20 ms.
     pub initial_backoff: Duration,
+    /// With a target ([`Probe::settled_sample_towards`]): keep sampling, up to this long in all,
+    /// while more files or maps are open under the watched directory than in the target. Two
+    /// agreeing samples 0.2 ms apart say nothing about a close still running on another thread;
+    /// a count above the target does. A store whose files are all closed pays nothing for it.
+    pub pending_timeout: Duration,
 }
 
 impl Default for SampleSettle {
@@ -163,6 +171,7 @@ impl Default for SampleSettle {
             allocated_bound_bytes: 4096,
             timeout: Duration::from_millis(500),
             initial_backoff: Duration::from_micros(200),
+            pending_timeout: Duration::from_secs(2),
         }
     }
 }
@@ -241,8 +250,26 @@ impl Probe {
     /// agree: allocated bytes within the bound, and the same fds and maps under the watched
     /// directory and the same thread count.
     pub fn settled_sample(&self, policy: SampleSettle) -> Settled {
+        self.settle(policy, None)
+    }
+
+    /// [`Probe::settled_sample`], and besides: while more files or maps are open under the
+    /// watched directory than in `target` (a sample from before anything was opened), keep
+    /// sampling up to [`SampleSettle::pending_timeout`].
+    pub fn settled_sample_towards(&self, policy: SampleSettle, target: &Sample) -> Settled {
+        self.settle(policy, Some(target))
+    }
+
+    fn settle(&self, policy: SampleSettle, target: Option<&Sample>) -> Settled {
         let purging = Probe { dir: self.dir.clone(), purge: true };
-        let deadline = Instant::now() + policy.timeout;
+        let start = Instant::now();
+        let pending = |s: &Sample| {
+            target.is_some_and(|t| {
+                let above = |a: Option<u64>, b: Option<u64>| a.zip(b).is_some_and(|(a, b)| a > b);
+                above(s.process.open_fds_under_dir, t.process.open_fds_under_dir)
+                    || above(s.process.maps_under_dir, t.process.maps_under_dir)
+            })
+        };
         let mut backoff = policy.initial_backoff;
         let mut prev = purging.sample();
         let mut attempts = 1;
@@ -250,10 +277,12 @@ impl Probe {
             std::thread::sleep(backoff);
             let next = purging.sample();
             attempts += 1;
-            if agree(&prev, &next, policy.allocated_bound_bytes) {
+            let elapsed = start.elapsed();
+            let agreed = agree(&prev, &next, policy.allocated_bound_bytes);
+            if agreed && !(pending(&next) && elapsed < policy.pending_timeout) {
                 return Settled { sample: next, settled: true, attempts };
             }
-            if Instant::now() >= deadline {
+            if elapsed >= policy.timeout.max(if pending(&next) { policy.pending_timeout } else { Duration::ZERO }) {
                 return Settled { sample: next, settled: false, attempts };
             }
             prev = next;
