@@ -128,3 +128,39 @@ fn long_runs_are_block_averaged() {
     assert_eq!(s.block, 20);
     assert!((s.slope_per_cycle - 300.0).abs() < 5.0, "{s:?}");
 }
+
+#[test]
+fn sparse_samples_give_the_slope_per_cycle_and_gaps_stay_at_their_cycle() {
+    use leakcheck::verdict::{judge_at, Evidence};
+    let mut noise = Noise(12);
+    // A sample every 5th cycle of a 300 B/cycle leak, with two samples unreadable.
+    let cycles: Vec<u64> = (0..N as u64).step_by(5).collect();
+    let mut values: Vec<Option<f64>> = cycles.iter().map(|&c| Some(BASE + 300.0 * c as f64 + noise.gauss(2_000.0))).collect();
+    values[30] = None;
+    values[31] = None;
+    let v = judge_at("allocated_bytes", "B", &cycles, &values, RULE, 20, Evidence::default());
+    assert_eq!(v.verdict, Verdict::Leak);
+    let slope = v.slope_per_cycle.expect("slope");
+    assert!((slope - 300.0).abs() < 15.0, "{slope} B/cycle");
+    assert_eq!(v.cycles, cycles.len() - 4 - 2, "warm-up (cycles 0-15) and the gaps left out");
+}
+
+#[test]
+fn below_the_evidence_floor_a_statistical_signal_neither_clean_nor_leak() {
+    use leakcheck::verdict::{judge_at, Evidence};
+    // 25 cycles sampled every 5th: after a 20-cycle warm-up one sample is left. A steep line
+    // would be called a leak from three points; the floor asks for more cycles instead.
+    let cycles: Vec<u64> = (0..25).step_by(5).collect();
+    let values: Vec<Option<f64>> = cycles.iter().map(|&c| Some(BASE + 50_000.0 * c as f64)).collect();
+    let v = judge_at("allocated_bytes", "B", &cycles, &values, RULE, 20, Evidence::default());
+    assert_eq!(v.verdict, Verdict::Inconclusive);
+    let more = v.more_cycles_needed.expect("cycles needed");
+    assert!(more >= 30, "{more}");
+    // No warm-up, 12 points over 60 cycles: the floor is met and the leak is called.
+    let cycles: Vec<u64> = (0..60).step_by(5).collect();
+    let values: Vec<Option<f64>> = cycles.iter().map(|&c| Some(BASE + 50_000.0 * c as f64)).collect();
+    assert_eq!(judge_at("allocated_bytes", "B", &cycles, &values, RULE, 0, Evidence::default()).verdict, Verdict::Leak);
+    // Exact signals are not held back: a residue is a fact.
+    let exact = Rule::Exact { expected: 0.0 };
+    assert_eq!(judge_at("live_handles", "handles", &[0, 1], &[Some(0.0), Some(1.0)], exact, 0, Evidence::default()).verdict, Verdict::Leak);
+}

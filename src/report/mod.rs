@@ -66,6 +66,10 @@ pub struct SignalEntry {
     /// Exact: the first cycle with a residue.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub first_cycle_with_residue: Option<usize>,
+    /// Statistical and clean, but growing: the interval lies above zero, below the tolerance.
+    /// A warning, not a leak.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub growth_below_tolerance: bool,
 }
 
 impl SignalEntry {
@@ -89,6 +93,7 @@ impl SignalEntry {
             more_cycles_needed: v.more_cycles_needed,
             max_residue: v.max_residue,
             first_cycle_with_residue: v.first_cycle_with_residue,
+            growth_below_tolerance: v.growth_below_tolerance,
         }
     }
 }
@@ -131,6 +136,14 @@ pub struct RunSettings {
     pub seed: u64,
     /// The ledger's tracking depth.
     pub tracking: String,
+    /// A settled memory sample was taken every this many cycles (slopes are per cycle whatever
+    /// it is).
+    #[serde(default = "one")]
+    pub sample_every: u64,
+}
+
+fn one() -> u64 {
+    1
 }
 
 /// How the cycles ended.
@@ -212,6 +225,9 @@ pub struct RunReport {
     /// Return to the pre-run baseline.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub baseline_return: Option<BaselineReturn>,
+    /// Why the byte signals could not be trusted (native allocations invisible), when so.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes_unavailable: Option<String>,
     /// How the cycles ended.
     pub cycles_summary: CycleSummary,
     /// The ledger after the last cycle.
@@ -242,6 +258,7 @@ impl RunReport {
             signals: verdict.signals.iter().map(SignalEntry::from_verdict).collect(),
             leak_rate: verdict.leak_rate.clone(),
             baseline_return: verdict.baseline_return.clone(),
+            bytes_unavailable: verdict.bytes_unavailable.clone(),
             cycles_summary: summary,
             ledger,
         }

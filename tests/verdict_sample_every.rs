@@ -1,0 +1,38 @@
+//! Slopes are per cycle whatever the sampling: the same planted leak (1 KiB of C malloc per
+//! cycle around the fresh-DB loop) gives the same slope, within its interval, when a settled
+//! sample is taken every cycle, every 5th or every 10th. Process-wide measurement: one test in
+//! this file; its three runs are sequential.
+#![cfg(feature = "rocksdb")]
+
+use leakcheck::harness::fresh::FreshDbLoop;
+use leakcheck::harness::planted::PlantedMalloc;
+use leakcheck::{Harness, HarnessConfig, Ledger, Verdict};
+
+const CYCLES: u64 = 220;
+
+#[test]
+fn the_slope_is_per_cycle_at_any_sample_interval() {
+    let mut slopes = Vec::new();
+    for every in [1u64, 5, 10] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let ledger = Ledger::new();
+        let mut store = PlantedMalloc::new(FreshDbLoop::new(dir.path(), 100), 1024, CYCLES);
+        let mut cfg = HarnessConfig::default();
+        cfg.cycles = CYCLES;
+        cfg.sample_every = every;
+        let report = Harness::new(cfg).run(&mut store, &ledger).expect("run");
+        let s = report.verdict.signal("unexplained_bytes").expect("bytes signal").clone();
+        eprintln!("sample every {every}: {:?} {:?} [{:?}, {:?}] from {} samples", s.verdict, s.slope_per_cycle, s.lower, s.upper, s.cycles);
+        assert_eq!(s.verdict, Verdict::Leak, "every {every}: {s:?}");
+        assert_eq!(report.samples.len() as u64, CYCLES.div_ceil(every));
+        slopes.push((every, s.slope_per_cycle.expect("slope"), s.lower.expect("lower"), s.upper.expect("upper")));
+    }
+    // Each estimate lies within every other run's interval, and near the planted 1 KiB (a
+    // per-sample slope would read 5 and 10 times higher at every 5th and 10th cycle).
+    for &(every, slope, _, _) in &slopes {
+        assert!((900.0..1300.0).contains(&slope), "every {every}: {slope} B/cycle");
+        for &(other, _, lower, upper) in &slopes {
+            assert!(lower <= slope && slope <= upper, "every {every}: {slope} outside the interval of every {other}: [{lower}, {upper}]");
+        }
+    }
+}
