@@ -66,19 +66,24 @@ fn check_of_the_reference_store_is_clean_and_its_json_report_round_trips() {
 }
 
 /// Past --cycles, check goes on while the memory verdict is inconclusive, deciding every 10
-/// cycles, and never beyond --max-cycles. 30 cycles (10 after warm-up) rarely decide.
+/// cycles, and never beyond --max-cycles. 30 cycles (10 after warm-up) are below the evidence
+/// floor: inconclusive with the cycles still needed, never leak or clean.
 #[test]
 fn check_goes_on_while_inconclusive_up_to_max_cycles() {
-    let run = |max: &str| -> RunReport {
+    let run = |max: &str| -> (i32, RunReport) {
         let mut args = vec!["check", "--cycles", "30", "--max-cycles", max, "--json"];
         args.extend(SMALL);
         let out = leakcheck(&args);
         assert!([0, 3].contains(&code(&out)), "stderr: {}", String::from_utf8_lossy(&out.stderr));
-        serde_json::from_slice(&out.stdout).expect("report")
+        (code(&out), serde_json::from_slice(&out.stdout).expect("report"))
     };
-    let fixed = run("30");
+    let (exit, fixed) = run("30");
+    assert_eq!((exit, fixed.verdict), (3, Verdict::Inconclusive));
     assert_eq!((fixed.cycles_run, fixed.settings.max_cycles), (30, Some(30)));
-    let r = run("400");
+    let bytes = fixed.signal("unexplained_bytes").expect("bytes signal");
+    assert_eq!(bytes.verdict, Verdict::Inconclusive);
+    assert!(bytes.more_cycles_needed.is_some_and(|n| n >= 20), "{bytes:?}");
+    let (_, r) = run("400");
     assert!((30..=400).contains(&r.cycles_run), "{}", r.cycles_run);
     assert_eq!((r.cycles_run - 30) % 10, 0, "decided only at checkpoints: {}", r.cycles_run);
     if r.cycles_run < 400 {

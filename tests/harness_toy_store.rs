@@ -148,3 +148,22 @@ fn parallel_runs_never_trigger_each_others_faults() {
         assert_eq!(failed, if faulted { 20 } else { 0 });
     }
 }
+
+/// When native allocations do not show in jemalloc's counters (a build without the malloc
+/// override, a tool preloaded in front of it), the byte signals are unavailable: the run cannot
+/// be clean, and the report says why.
+#[test]
+fn invisible_native_allocations_make_a_run_inconclusive_not_clean() {
+    let ledger = Ledger::new();
+    let mut toy = Toy::default();
+    let mut cfg = config("", 40);
+    cfg.allocator_check = || Err("simulated: C malloc is not routed to jemalloc".to_string());
+    let report = Harness::new(cfg).run(&mut toy, &ledger).expect("run");
+    assert_eq!(report.verdict.bytes_unavailable.as_deref(), Some("simulated: C malloc is not routed to jemalloc"));
+    assert_ne!(report.verdict.verdict, Verdict::Clean);
+    let bytes: Vec<_> = report.verdict.signals.iter().filter(|s| s.unit == "B").collect();
+    assert!(!bytes.is_empty());
+    assert!(bytes.iter().all(|s| s.verdict != Verdict::Clean), "{bytes:?}");
+    // The exact signals still judge: nothing retained.
+    assert_eq!(report.verdict.signal("live_handles").map(|s| s.verdict), Some(Verdict::Clean));
+}

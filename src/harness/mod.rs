@@ -5,6 +5,8 @@
 //! `rocksdb`) is a segmented store modelled on Kafka Streams' window stores.
 
 #[cfg(feature = "rocksdb")]
+pub mod clean;
+#[cfg(feature = "rocksdb")]
 pub mod fresh;
 #[cfg(feature = "rocksdb")]
 pub mod mutants;
@@ -26,7 +28,7 @@ use serde::{Deserialize, Serialize};
 use crate::fault::{matrix_plans, FaultPlan, FaultPlanError, Faults};
 use crate::probe::jemalloc::ThreadCounters;
 use crate::probe::{ProbeError, RocksDbMemory, SampleSettle};
-use crate::verdict::{analyze, judge, AnalysisConfig, CycleSample, Rule, RunVerdict, Verdict};
+use crate::verdict::{analyze, judge_at, AnalysisConfig, CycleSample, Rule, RunVerdict, Verdict};
 use crate::{LeakReport, Ledger, Probe, Sample, Settle};
 
 /// What a cycle's code gets: which cycle, the ledger to register handles in, the faults to check.
@@ -235,7 +237,12 @@ pub struct HarnessConfig {
     pub check_every: u64,
     /// Settling before each memory sample.
     pub settle: SampleSettle,
-    /// Settling before the per-cycle handle check.
+    /// Settling before the per-cycle handle check: how long to wait for handles still retained
+    /// (a close finishing on another thread) before calling them leaked. A cycle that retains
+    /// nothing does not wait. Once a cycle's handles outlast the whole wait, the leak is
+    /// established and later cycles wait only [`SHORT_SETTLE`], so a store that leaks every cycle
+    /// is not slowed by it; the same holds for files and maps under the data directory
+    /// ([`SampleSettle::pending_timeout`]).
     pub handle_settle: Settle,
     /// How the samples are judged.
     pub analysis: AnalysisConfig,
@@ -246,6 +253,20 @@ pub struct HarnessConfig {
     /// Keep every cycle's full record in the report. A long soak passes each full record to the
     /// observer and keeps only [`CycleRecord::stripped`] ones.
     pub keep_records: bool,
+    /// Run before the first cycle: proves that native (C and C++) allocations show in jemalloc's
+    /// counters. When it fails, the byte signals are unavailable and the run cannot be clean
+    /// ([`RunVerdict::mark_bytes_unavailable`]). Default: [`native_allocations_visible`].
+    pub allocator_check: fn() -> Result<(), String>,
+}
+
+/// Whether C `malloc` goes through jemalloc (see [`crate::probe::check_malloc_coverage`]): a
+/// build without the unprefixed override, or a tool preloaded in front of it, hides RocksDB's
+/// heap from every byte signal. Takes a few milliseconds.
+///
+/// # Errors
+/// The diagnosis, naming the likely cause and its fix.
+pub fn native_allocations_visible() -> Result<(), String> {
+    crate::probe::check_malloc_coverage().map(|_| ()).map_err(|e| e.to_string())
 }
 
 impl Default for HarnessConfig {
@@ -255,16 +276,15 @@ impl Default for HarnessConfig {
             sample_every: 1,
             check_every: 1,
             settle: SampleSettle::default(),
-            // Handles are released by the threads that own them; 25 ms covers a worker thread
-            // still unwinding without holding up a verdict.
-            handle_settle: Settle {
-                timeout: std::time::Duration::from_millis(25),
-                ..Settle::default()
-            },
+            // Handles are released by the threads that own them, sometimes well after close
+            // returned (a store that finishes closing on another thread); clean cycles pay
+            // nothing for the wait.
+            handle_settle: Settle { timeout: std::time::Duration::from_secs(2), ..Settle::default() },
             analysis: AnalysisConfig::default(),
             plan: FaultPlan::none(),
             seed: 0,
             keep_records: true,
+            allocator_check: native_allocations_visible,
         }
     }
 }
@@ -405,6 +425,77 @@ impl Bookkeeping {
     }
 }
 
+/// `leakcheck check`'s rule for going on past the cycles asked for: while the memory verdict is
+/// inconclusive, look again every [`Continuation::EVERY`] cycles and stop as soon as it decides
+/// (the run's own length, `HarnessConfig::cycles`, is the most it may take). Use it as the
+/// observer of [`Harness::run_observed`], or call [`Continuation::observe`] from one.
+#[derive(Debug, Clone)]
+pub struct Continuation {
+    cycles: u64,
+    analysis: AnalysisConfig,
+}
+
+impl Continuation {
+    /// Cycles between two looks at the verdict past the cycles asked for.
+    pub const EVERY: u64 = 10;
+
+    /// Goes on past `cycles` while the verdict under `analysis` is inconclusive.
+    pub fn new(cycles: u64, analysis: AnalysisConfig) -> Self {
+        Continuation { cycles, analysis }
+    }
+
+    /// Whether the run may stop after the cycle just reported.
+    pub fn decided(&self, p: &Progress<'_>) -> bool {
+        let done = p.record.cycle + 1;
+        done >= self.cycles
+            && (done - self.cycles).is_multiple_of(Self::EVERY)
+            && analyze(p.samples, None, None, &self.analysis).verdict != Verdict::Inconclusive
+    }
+
+    /// The observer: break once [`Continuation::decided`].
+    pub fn observe(&mut self, p: &Progress<'_>) -> ControlFlow<()> {
+        if self.decided(p) {
+            ControlFlow::Break(())
+        } else {
+            ControlFlow::Continue(())
+        }
+    }
+}
+
+/// How long the handle check waits once a leak is established (see
+/// [`HarnessConfig::handle_settle`]): covers a worker thread still unwinding.
+pub const SHORT_SETTLE: Settle = Settle {
+    timeout: std::time::Duration::from_millis(25),
+    initial_backoff: std::time::Duration::from_millis(1),
+    max_backoff: std::time::Duration::from_millis(50),
+};
+
+/// Whether the long waits for deferred releases are still worth it: they stop once one of them
+/// ran to its end with something still retained (a leak, established; waiting again each cycle
+/// would only slow its run).
+#[derive(Debug, Clone, Copy)]
+struct Patience {
+    patient: bool,
+}
+
+impl Patience {
+    fn handle_settle(&self, cfg: &HarnessConfig) -> Settle {
+        if self.patient {
+            cfg.handle_settle
+        } else {
+            SHORT_SETTLE
+        }
+    }
+
+    fn sample_settle(&self, cfg: &HarnessConfig) -> SampleSettle {
+        let mut s = cfg.settle;
+        if !self.patient {
+            s.pending_timeout = std::time::Duration::ZERO;
+        }
+        s
+    }
+}
+
 /// Drives [`Lifecycle`]s.
 #[derive(Debug, Clone, Default)]
 pub struct Harness {
@@ -448,33 +539,38 @@ impl Harness {
             s.rocksdb = store.rocksdb_memory();
             s
         };
+        let unavailable = (cfg.allocator_check)().err();
         let mut bk = Bookkeeping::new();
         let mut swallowed_total = ledger.swallowed_count();
         let mut records = bk.track(|| Vec::with_capacity(if cfg.keep_records { cfg.cycles.min(10_000) as usize } else { 1 }));
         let mut samples = bk.track(|| Vec::with_capacity((cfg.cycles / cfg.sample_every.max(1)).min(10_000) as usize));
         let mut cycles_run = 0;
+        let mut patience = Patience { patient: true };
         let mut baseline = with_rocksdb(store, probe.settled_sample(cfg.settle).sample);
         baseline.bookkeeping_bytes = bk.bytes();
+        let target = baseline.clone();
         for cycle in 0..cfg.cycles {
-            let record = run_cycle(store, ledger, &faults, cycle, cfg, &mut swallowed_total, &mut bk);
+            let record = run_cycle(store, ledger, &faults, cycle, cfg, &mut swallowed_total, &mut bk, &mut patience);
             if cycle % cfg.sample_every.max(1) == 0 {
-                let settled = probe.settled_sample(cfg.settle);
+                let settled = probe.settled_sample_towards(patience.sample_settle(cfg), &target);
+                let above = |a: Option<u64>, b: Option<u64>| a.zip(b).is_some_and(|(a, b)| a > b);
+                let p = &settled.sample.process;
+                if above(p.open_fds_under_dir, target.process.open_fds_under_dir)
+                    || above(p.maps_under_dir, target.process.maps_under_dir)
+                {
+                    patience.patient = false;
+                }
                 let mut s = with_rocksdb(store, settled.sample);
                 s.bookkeeping_bytes = bk.bytes();
                 let sample = bk.track(|| CycleSample::new(cycle, s, record.retained_handles.clone(), settled.settled));
                 bk.track(|| samples.push(sample));
             }
             cycles_run += 1;
-            let stop = bk.track(|| {
-                let progress = Progress {
-                    record: &record,
-                    sample: samples.last().filter(|s| s.cycle == cycle),
-                    samples: &samples,
-                };
-                let stop = observe(&progress).is_break();
-                records.push(if cfg.keep_records { record } else { record.stripped() });
-                stop
-            });
+            // The observer runs outside the bookkeeping: what it keeps is not the harness's, and
+            // must not be subtracted from the bytes judged.
+            let progress = Progress { record: &record, sample: samples.last().filter(|s| s.cycle == cycle), samples: &samples };
+            let stop = observe(&progress).is_break();
+            bk.track(|| records.push(if cfg.keep_records { record } else { record.stripped() }));
             if stop {
                 break;
             }
@@ -483,7 +579,10 @@ impl Harness {
         last.bookkeeping_bytes = bk.bytes();
         let mut analysis = cfg.analysis;
         analysis.instances_per_cycle = store.instances_per_cycle();
-        let verdict = verdict_of(&records, &samples, &baseline, &last, &analysis);
+        let mut verdict = verdict_of(&records, &samples, &baseline, &last, &analysis);
+        if let Some(reason) = unavailable {
+            verdict.mark_bytes_unavailable(reason);
+        }
         Ok(HarnessReport {
             cycles_run,
             plan: cfg.plan.to_string(),
@@ -507,12 +606,13 @@ impl Harness {
         let recorder = Faults::recording(&FaultPlan::none(), cfg.seed);
         let mut swallowed_total = ledger.swallowed_count();
         let mut bk = Bookkeeping::new();
-        let discovery = run_cycle(store, ledger, &recorder, 0, cfg, &mut swallowed_total, &mut bk);
+        let mut patience = Patience { patient: true };
+        let discovery = run_cycle(store, ledger, &recorder, 0, cfg, &mut swallowed_total, &mut bk, &mut patience);
         let points: BTreeSet<String> = recorder.passed().into_keys().collect();
         let mut entries = Vec::new();
         for (i, plan) in matrix_plans(&points).into_iter().enumerate() {
             let faults = Faults::new(&plan, cfg.seed);
-            let record = run_cycle(store, ledger, &faults, i as u64 + 1, cfg, &mut swallowed_total, &mut bk);
+            let record = run_cycle(store, ledger, &faults, i as u64 + 1, cfg, &mut swallowed_total, &mut bk, &mut patience);
             entries.push(MatrixEntry { plan: plan.to_string(), clean: record_clean(&record), record });
         }
         MatrixReport { points: points.into_iter().collect(), discovery, entries }
@@ -526,6 +626,7 @@ fn record_clean(r: &CycleRecord) -> bool {
         && r.integrity.violations() == 0
 }
 
+#[allow(clippy::too_many_arguments)]
 fn run_cycle<L: Lifecycle>(
     store: &mut L,
     ledger: &Ledger,
@@ -534,6 +635,7 @@ fn run_cycle<L: Lifecycle>(
     cfg: &HarnessConfig,
     swallowed_total: &mut usize,
     bk: &mut Bookkeeping,
+    patience: &mut Patience,
 ) -> CycleRecord {
     faults.set_cycle(cycle);
     let ctx = CycleCtx { cycle, ledger, faults };
@@ -563,8 +665,9 @@ fn run_cycle<L: Lifecycle>(
     };
     let phases = bk.track(|| (describe(&open), describe(&work), describe(&close)));
     drop((open, work, close));
+    let settle = patience.handle_settle(cfg);
     let retained_handles = bk.track(|| {
-        cfg.handle_settle
+        settle
             .retry(|| {
                 let r = ledger.retained_counts();
                 if r.is_empty() {
@@ -575,6 +678,9 @@ fn run_cycle<L: Lifecycle>(
             })
             .unwrap_or_else(|r| r)
     });
+    if !retained_handles.is_empty() {
+        patience.patient = false;
+    }
     let checked = (cfg.check_every > 0 && cycle.is_multiple_of(cfg.check_every))
         .then(|| catch_unwind(AssertUnwindSafe(|| store.check(&ctx))));
     let integrity = bk.track(|| match &checked {
@@ -628,36 +734,30 @@ fn verdict_of(
     // Handles are exact and checked every cycle, not only on sampled ones.
     v.signals.retain(|s| !s.signal.starts_with("live_handles."));
     let kinds: BTreeSet<&String> = records.iter().flat_map(|r| r.retained_handles.keys()).collect();
-    let exact = Rule::Exact { expected: 0.0 };
+    let at: Vec<u64> = records.iter().map(|r| r.cycle).collect();
+    let exact = |signal: &str, unit: &str, f: &dyn Fn(&CycleRecord) -> f64| {
+        let values: Vec<Option<f64>> = records.iter().map(|r| Some(f(r))).collect();
+        judge_at(signal, unit, &at, &values, Rule::Exact { expected: 0.0 }, 0, analysis.evidence)
+    };
     let mut extra = Vec::new();
-    extra.push(judge("live_handles", "handles", &records.iter().map(|r| Some(r.retained_handles.values().sum::<u64>() as f64)).collect::<Vec<_>>(), exact, 0));
+    extra.push(exact("live_handles", "handles", &|r| r.retained_handles.values().sum::<u64>() as f64));
     for kind in kinds {
-        let values: Vec<Option<f64>> =
-            records.iter().map(|r| Some(r.retained_handles.get(kind).copied().unwrap_or(0) as f64)).collect();
-        extra.push(judge(&format!("live_handles.{kind}"), "handles", &values, exact, 0));
+        extra.push(exact(&format!("live_handles.{kind}"), "handles", &|r| r.retained_handles.get(kind).copied().unwrap_or(0) as f64));
     }
-    extra.push(judge(
-        "unshared_caches_open",
-        "handles",
-        &records.iter().map(|r| Some(r.unshared_caches_open as f64)).collect::<Vec<_>>(),
-        exact,
-        0,
-    ));
-    extra.push(judge(
-        "swallowed_close_errors",
-        "errors",
-        &records.iter().map(|r| Some(r.swallowed_close_errors as f64)).collect::<Vec<_>>(),
-        exact,
-        0,
-    ));
-    extra.push(judge(
-        "integrity",
-        "violations",
-        &records.iter().map(|r| Some(r.integrity.violations() as f64)).collect::<Vec<_>>(),
-        exact,
-        0,
-    ));
+    extra.push(exact("unshared_caches_open", "handles", &|r| r.unshared_caches_open as f64));
+    extra.push(exact("swallowed_close_errors", "errors", &|r| r.swallowed_close_errors as f64));
+    extra.push(exact("integrity", "violations", &|r| r.integrity.violations() as f64));
     v.signals.extend(extra);
+    // Leaks on fault paths: each cycle's change in unexplained bytes against the faults that
+    // fired in it (needs a sample every cycle and the cycles' fault records).
+    let levels: BTreeMap<u64, f64> = samples
+        .iter()
+        .filter(|s| s.cycle >= analysis.warmup_cycles as u64)
+        .filter_map(|s| Some((s.cycle, s.sample.unexplained_bytes()? as f64)))
+        .collect();
+    let fired: BTreeMap<u64, &BTreeMap<String, u64>> = records.iter().map(|r| (r.cycle, &r.faults_fired)).collect();
+    let t = &analysis.tolerances;
+    v.signals.extend(crate::verdict::attribute_faults(&levels, &fired, t.bytes_per_firing, analysis.confidence));
     v.verdict = crate::verdict::aggregate(&v.signals);
     if let Some(b) = &v.baseline_return {
         v.verdict = v.verdict.worst(b.verdict);

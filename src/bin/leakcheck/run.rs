@@ -14,6 +14,7 @@ use leakcheck::fault::{FaultPlan, FAULTS_ENV};
 use leakcheck::harness::reference::{ReferenceConfig, ReferenceStore, FAULT_POINTS};
 use leakcheck::report::{self, CompareLimits, CycleSummary, RunReport, RunSettings};
 use leakcheck::verdict::analyze;
+use leakcheck::harness::Continuation;
 use leakcheck::{Depth, Harness, HarnessConfig, Ledger, Verdict};
 
 use crate::{verdict_code, RunArgs};
@@ -21,8 +22,7 @@ use crate::{verdict_code, RunArgs};
 /// The default plan of `check` and `soak`: every close path is reached (the marker write and the
 /// flush failing, with errors and with a panic), plus failing writes, scans, opens and malformed
 /// offset entries.
-pub const DEFAULT_PLAN: &str =
-    "close.marker=10%,close.flush=5%,work.write=5%,work.scan=3%:panic,open.db=3%,open.options=2%,work.malformed=5%";
+pub const DEFAULT_PLAN: &str = leakcheck::harness::mutants::DEFAULT_CHECK_PLAN;
 
 const DEFAULT_CHECK_CYCLES: u64 = 200;
 
@@ -195,14 +195,16 @@ pub fn run(command: &str, args: RunArgs) -> Result<ExitCode> {
         plan: plan.to_string(),
         seed: args.seed,
         tracking: depth.name().to_string(),
+        sample_every: args.sample_every.unwrap_or(if soak { 5 } else { 1 }),
     };
     let mut hc = HarnessConfig::default();
     hc.cycles = max_cycles.unwrap_or(cycles);
     hc.plan = plan;
     hc.seed = args.seed;
-    hc.sample_every = args.sample_every.unwrap_or(if soak { 5 } else { 1 });
+    hc.sample_every = settings.sample_every;
     hc.keep_records = !soak;
     let analysis = hc.analysis;
+    let continuation = Continuation::new(cycles, analysis);
     let harness = Harness::new(hc);
 
     let total = (cycles != u64::MAX).then_some(cycles);
@@ -252,8 +254,7 @@ pub fn run(command: &str, args: RunArgs) -> Result<ExitCode> {
             return ControlFlow::Break(());
         }
         // Past the cycles asked for, stop as soon as the memory signals decide.
-        if cycle >= cycles && (cycle - cycles) % 10 == 0 && analyze(p.samples, None, None, &analysis).verdict != Verdict::Inconclusive
-        {
+        if continuation.decided(p) {
             return ControlFlow::Break(());
         }
         ControlFlow::Continue(())
@@ -321,7 +322,11 @@ fn print_table(r: &RunReport) {
     println!();
     println!("{:<28} {:<10} {:<12} {:>14} {:>26}", "signal", "class", "verdict", "per cycle", "interval / residue");
     for e in &r.signals {
-        let verdict = if e.informational { format!("({})", e.verdict) } else { e.verdict.to_string() };
+        let verdict = match (e.informational, e.growth_below_tolerance) {
+            (true, _) => format!("({})", e.verdict),
+            (false, true) => format!("{} (grows)", e.verdict),
+            (false, false) => e.verdict.to_string(),
+        };
         let (per_cycle, detail) = if e.kind == "exact" {
             ("-".to_string(), format!("residue {}", fmt_num(e.max_residue, &e.unit)))
         } else {
@@ -333,6 +338,14 @@ fn print_table(r: &RunReport) {
         println!("{:<28} {:<10} {:<12} {:>14} {:>26}", e.name, e.class, verdict, per_cycle, detail);
     }
     println!("(verdicts in parentheses are raw signals shown for reference; the run is judged on the net ones, after\n what RocksDB accounts for and the harness's own records)");
+    if r.signals.iter().any(|e| e.growth_below_tolerance && !e.informational) {
+        println!("warning: \"clean (grows)\": growth below the tolerance, yet growth (the interval lies above zero)");
+    }
+    for e in r.signals.iter().filter(|e| e.verdict == Verdict::Inconclusive && !e.informational) {
+        if let Some(n) = e.more_cycles_needed {
+            println!("{}: inconclusive, about {n} more cycles needed", e.name);
+        }
+    }
     if let Some(rate) = &r.leak_rate {
         println!(
             "\nleak rate ({}): {} per cycle, {} per store instance ({} instances per cycle)",
@@ -354,6 +367,9 @@ fn print_table(r: &RunReport) {
             b.fds_under_dir_delta.unwrap_or(0),
             b.maps_under_dir_delta.unwrap_or(0)
         );
+    }
+    if let Some(why) = &r.bytes_unavailable {
+        println!("\nbyte signals unavailable, so the run cannot be called clean: {why}");
     }
     if !r.ledger.is_clean() {
         println!("\n{}", r.ledger);
