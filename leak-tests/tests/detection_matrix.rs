@@ -1,13 +1,21 @@
-//! The detection matrix: every planted variant of the reference store, each in its own process,
-//! is flagged by its expected signals (and not by the ones it is invisible to), the report names
-//! the planted line where the signal has one, and the reference store comes out clean under the
-//! same fault plan.
+//! The detection matrix, sensitivity and specificity side by side: every planted variant of the
+//! reference store, each in its own process, is flagged by its expected signals (and not by the
+//! ones it is invisible to), the report names the planted line where the signal has one, and the
+//! reference store is not flagged under the same fault plan; every store of the clean catalog,
+//! unlike the reference store and not used to tune the detector, comes out `Clean` (not merely
+//! "not a leak") as `leakcheck check` runs it, for each seed.
 
 use std::collections::BTreeMap;
 use std::process::Command;
 use std::sync::Mutex;
 
+use leakcheck::harness::clean::{CleanOutcome, CLEAN_CATALOG};
 use leakcheck::harness::mutants::{MutantOutcome, CATALOG};
+use leakcheck::Verdict;
+
+/// Seeds of each clean store's fault plan run here. `leakcheck mutants --clean-seeds 20` runs
+/// 20 (the README quotes its table).
+const CLEAN_SEEDS: [u64; 2] = [0, 1];
 
 const CYCLES: &str = "100";
 const STORE_SOURCE: &str = include_str!("../../src/harness/reference.rs");
@@ -20,6 +28,17 @@ fn planted_line(name: &str) -> usize {
     i + 2 // 1-based line of the next line
 }
 
+fn run_clean(name: &str, seed: u64) -> CleanOutcome {
+    let out = Command::new(env!("CARGO_BIN_EXE_clean-store")).args([name, &seed.to_string()]).output().expect("spawn clean-store");
+    assert!(out.status.success(), "{name}: {}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{name}: {e}: {}", String::from_utf8_lossy(&out.stdout)))
+}
+
+enum Job {
+    Variant(&'static str),
+    Clean(&'static str, u64),
+}
+
 fn run(name: &str) -> MutantOutcome {
     let out = Command::new(env!("CARGO_BIN_EXE_leak-variant")).args([name, CYCLES]).output().expect("spawn leak-variant");
     assert!(out.status.success(), "{name}: {}", String::from_utf8_lossy(&out.stderr));
@@ -27,20 +46,36 @@ fn run(name: &str) -> MutantOutcome {
 }
 
 #[test]
-fn every_variant_is_caught_by_its_signals_and_the_reference_store_is_clean() {
-    // Two at a time: each is its own process, so their process-wide signals do not mix.
-    let queue = Mutex::new(CATALOG.iter().collect::<Vec<_>>());
+fn every_variant_is_caught_and_every_clean_store_is_clean() {
+    // Two at a time: each is its own process, so their process-wide signals do not mix. The
+    // longest jobs (the clean stores) first, so the two workers finish together.
+    let mut jobs: Vec<Job> = CATALOG.iter().map(|m| Job::Variant(m.name)).collect();
+    for seed in CLEAN_SEEDS {
+        jobs.extend(CLEAN_CATALOG.iter().map(|c| Job::Clean(c.name, seed)));
+    }
+    let queue = Mutex::new(jobs);
     let results = Mutex::new(BTreeMap::new());
+    let clean = Mutex::new(Vec::new());
     std::thread::scope(|s| {
         for _ in 0..2 {
             s.spawn(|| loop {
-                let Some(m) = queue.lock().expect("queue").pop() else { break };
-                let outcome = run(m.name);
-                results.lock().expect("results").insert(m.name, outcome);
+                let Some(job) = queue.lock().expect("queue").pop() else { break };
+                match job {
+                    Job::Variant(name) => {
+                        let outcome = run(name);
+                        results.lock().expect("results").insert(name, outcome);
+                    }
+                    Job::Clean(name, seed) => {
+                        let outcome = run_clean(name, seed);
+                        clean.lock().expect("clean").push(outcome);
+                    }
+                }
             });
         }
     });
     let results = results.into_inner().expect("results");
+    let mut clean = clean.into_inner().expect("clean");
+    clean.sort_by(|a, b| (&a.store, a.seed).cmp(&(&b.store, b.seed)));
 
     println!("{:<32} {:<9} {:>8} {:>7}  signals", "variant", "detected", "seconds", "cycles");
     for m in &CATALOG {
@@ -55,6 +90,29 @@ fn every_variant_is_caught_by_its_signals_and_the_reference_store_is_clean() {
         );
     }
 
+    println!("\n{:<26} {:>5} {:<13} {:>7} {:>8} {:>8}  bytes/cycle [interval]  not clean / warnings", "clean store", "seed", "verdict", "cycles", "faulted", "seconds");
+    for o in &clean {
+        println!(
+            "{:<26} {:>5} {:<13} {:>7} {:>8} {:>8.1}  {:<22}  {}",
+            o.store,
+            o.seed,
+            o.verdict.name(),
+            o.cycles,
+            o.faulted_cycles,
+            o.seconds,
+            o.bytes_per_cycle.map_or("-".to_string(), |[s, l, u]| format!("{s:.0} [{l:.0}, {u:.0}]")),
+            o.leaking.iter().chain(&o.inconclusive).chain(&o.warnings).cloned().collect::<Vec<_>>().join(",")
+        );
+    }
+    let planted = CATALOG.iter().filter(|m| !m.expected.is_empty()).count();
+    let caught = CATALOG.iter().filter(|m| !m.expected.is_empty() && results[m.name].detected).count();
+    let called_clean = clean.iter().filter(|o| o.verdict == Verdict::Clean).count();
+    println!("\nsensitivity {caught}/{planted} planted leaks caught; specificity {called_clean}/{} clean-store runs called clean", clean.len());
+
+    for o in &clean {
+        assert!(o.faulted_cycles > 0, "{} seed {}: the fault plan never fired", o.store, o.seed);
+        assert_eq!(o.verdict, Verdict::Clean, "{} seed {} is a correct store: {o:?}", o.store, o.seed);
+    }
     for m in &CATALOG {
         let o = &results[m.name];
         if m.expected.is_empty() {
@@ -73,6 +131,12 @@ fn every_variant_is_caught_by_its_signals_and_the_reference_store_is_clean() {
             assert!(o.sites.iter().all(|s| s.starts_with(STORE_PATH)), "{}: {:?}", m.name, o.sites);
         }
     }
+    // A leak only on an error path is attributed to its fault point, per firing.
+    let marker = &results["marker-failure-leaks-bytes"];
+    assert!(
+        marker.signal_names.iter().any(|s| s == "bytes_per_firing.close.marker"),
+        "the 1 KiB per failed marker write must be attributed to close.marker: {marker:?}"
+    );
     // Where the planted line itself creates the leaked handle, the report names that line.
     for name in ["offsets-options-tracked", "private-cache-per-segment"] {
         let line = format!("{STORE_PATH}:{}:", planted_line(name));

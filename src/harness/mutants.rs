@@ -38,18 +38,21 @@ pub struct Mutant {
     pub expected: &'static [&'static str],
     /// Signal classes that must not fire (the ones a variant is invisible to).
     pub invisible_to: &'static [&'static str],
+    /// The fault plan it runs under ([`PLAN`] unless it needs faults at a realistic rate).
+    pub plan: &'static str,
 }
 
 /// The reference store and the twelve leak classes (the first split in two: through the tracked
 /// wrappers, and through raw librocksdb-sys where only the bytes can tell).
-pub const CATALOG: [Mutant; 14] = [
-    Mutant { name: "reference", variant: Variant::Correct, description: "the reference store, nothing planted", expected: &[], invisible_to: &[] },
+pub const CATALOG: [Mutant; 15] = [
+    Mutant { name: "reference", variant: Variant::Correct, description: "the reference store, nothing planted", expected: &[], invisible_to: &[], plan: PLAN },
     Mutant {
         name: "offsets-options-tracked",
         variant: Variant::OffsetsOptionsUnownedTracked,
         description: "offsets CF options created (tracked) and never owned (KAFKA-20616)",
         expected: &["handles"],
         invisible_to: &[],
+        plan: PLAN,
     },
     Mutant {
         name: "offsets-options-raw",
@@ -57,6 +60,7 @@ pub const CATALOG: [Mutant; 14] = [
         description: "offsets CF options created through raw librocksdb-sys and never destroyed",
         expected: &["bytes"],
         invisible_to: &["handles"],
+        plan: PLAN,
     },
     Mutant {
         name: "marker-failure-skips-release",
@@ -64,6 +68,7 @@ pub const CATALOG: [Mutant; 14] = [
         description: "a failed close-time marker write skips the release of the handles (KAFKA-20616)",
         expected: &["handles", "fds", "integrity"],
         invisible_to: &[],
+        plan: PLAN,
     },
     Mutant {
         name: "migrating-releases-first-only",
@@ -71,6 +76,7 @@ pub const CATALOG: [Mutant; 14] = [
         description: "the migrating store releases only the first of its three CF handles on marker failure",
         expected: &["handles"],
         invisible_to: &[],
+        plan: PLAN,
     },
     Mutant {
         name: "open-failure-leaks-options",
@@ -78,6 +84,7 @@ pub const CATALOG: [Mutant; 14] = [
         description: "a failure during open, after the options were made, leaks them",
         expected: &["handles"],
         invisible_to: &[],
+        plan: PLAN,
     },
     Mutant {
         name: "scan-iterator-leak",
@@ -85,6 +92,7 @@ pub const CATALOG: [Mutant; 14] = [
         description: "a range-scan iterator is never released (KAFKA-19748)",
         expected: &["handles", "fds"],
         invisible_to: &[],
+        plan: PLAN,
     },
     Mutant {
         name: "segment-never-closed",
@@ -92,6 +100,7 @@ pub const CATALOG: [Mutant; 14] = [
         description: "a segment DB is never closed: LOCK held, SST files open and mapped",
         expected: &["handles", "fds", "maps", "integrity"],
         invisible_to: &[],
+        plan: PLAN,
     },
     Mutant {
         name: "private-cache-per-segment",
@@ -99,6 +108,7 @@ pub const CATALOG: [Mutant; 14] = [
         description: "each segment makes a private 8 MiB cache instead of the declared shared one",
         expected: &["handles"],
         invisible_to: &[],
+        plan: PLAN,
     },
     Mutant {
         name: "unpruned-registry",
@@ -106,6 +116,7 @@ pub const CATALOG: [Mutant; 14] = [
         description: "expired segments kept in a registry never pruned: reachable, never freed",
         expected: &["handles", "fds"],
         invisible_to: &[],
+        plan: PLAN,
     },
     Mutant {
         name: "swallowed-close-error",
@@ -113,6 +124,7 @@ pub const CATALOG: [Mutant; 14] = [
         description: "a close error dropped without being looked at",
         expected: &["swallowed"],
         invisible_to: &["handles"],
+        plan: PLAN,
     },
     Mutant {
         name: "commit-before-write",
@@ -120,6 +132,7 @@ pub const CATALOG: [Mutant; 14] = [
         description: "offsets committed before the output write succeeded (KAFKA-19479)",
         expected: &["integrity"],
         invisible_to: &["handles", "bytes"],
+        plan: PLAN,
     },
     Mutant {
         name: "restore-drops-batch",
@@ -127,6 +140,7 @@ pub const CATALOG: [Mutant; 14] = [
         description: "restore drops the rest of a batch after one malformed offset key (KAFKA-15800)",
         expected: &["integrity"],
         invisible_to: &["handles", "bytes"],
+        plan: PLAN,
     },
     Mutant {
         name: "raw-malloc-per-cycle",
@@ -134,8 +148,21 @@ pub const CATALOG: [Mutant; 14] = [
         description: "a raw C allocation of 4 KiB per cycle, no handle at all",
         expected: &["bytes"],
         invisible_to: &["handles"],
+        plan: PLAN,
+    },
+    Mutant {
+        name: "marker-failure-leaks-bytes",
+        variant: Variant::MarkerFailureLeaksBytes,
+        description: "a failed close-time marker write leaks 1 KiB of native memory, at check's default 10%",
+        expected: &["bytes"],
+        invisible_to: &["handles"],
+        plan: DEFAULT_CHECK_PLAN,
     },
 ];
+
+/// `leakcheck check`'s default fault plan: faults at the rates a real run meets them.
+pub const DEFAULT_CHECK_PLAN: &str =
+    "close.marker=10%,close.flush=5%,work.write=5%,work.scan=3%:panic,open.db=3%,open.options=2%,work.malformed=5%";
 
 /// The catalog entry by name.
 pub fn mutant(name: &str) -> Option<&'static Mutant> {
@@ -186,7 +213,7 @@ pub fn run_mutant(m: &Mutant, dir: &Path, cycles: u64) -> Result<MutantOutcome, 
     let mut config = ReferenceConfig::new(dir);
     config.variant = m.variant;
     let mut store = ReferenceStore::new(config, &ledger).map_err(|e| HarnessError::Setup(e.to_string()))?;
-    let cfg = HarnessConfig { cycles, plan: FaultPlan::parse(PLAN).map_err(HarnessError::Plan)?, ..HarnessConfig::default() };
+    let cfg = HarnessConfig { cycles, plan: FaultPlan::parse(m.plan).map_err(HarnessError::Plan)?, ..HarnessConfig::default() };
     let harness = Harness::new(cfg);
     let analysis = harness.config.analysis;
     let start = Instant::now();

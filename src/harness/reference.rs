@@ -51,6 +51,8 @@ const MALFORMED_KEY: &[u8] = b"offset/!bad";
 
 /// Bytes of the raw-malloc-per-cycle variant's leak.
 const RAW_LEAK_BYTES: usize = 4096;
+/// What the marker-failure variant leaks per failed marker write.
+const MARKER_LEAK_BYTES: usize = 1024;
 
 /// Every fault point the reference store checks.
 pub const FAULT_POINTS: [&str; 10] = [
@@ -103,6 +105,10 @@ pub enum Variant {
     /// 1 KiB; 4 KiB is decided within the detection matrix's 100 cycles on the noisier
     /// reference store, where 1 KiB takes 60 to 100).
     RawMallocPerCycle,
+    /// A failed close-time marker write leaks 1 KiB of native memory (an error path that skips a
+    /// free, as KAFKA-20616's skipped release): only at the firing rate, diluted in a per-cycle
+    /// slope.
+    MarkerFailureLeaksBytes,
 }
 
 /// The reference store's settings.
@@ -655,6 +661,17 @@ impl ReferenceStore {
                     // PLANTED(marker-failure-skips-release)
                     std::mem::forget(seg);
                     return marker;
+                }
+                Variant::MarkerFailureLeaksBytes => {
+                    // Planted: the error path returns before freeing a 1 KiB native buffer.
+                    // SAFETY: a plain C allocation, deliberately never freed (until the store drops).
+                    // PLANTED(marker-failure-leaks-bytes)
+                    let p = unsafe { libc::malloc(MARKER_LEAK_BYTES) };
+                    if !p.is_null() {
+                        // SAFETY: `p` points to MARKER_LEAK_BYTES writable bytes.
+                        unsafe { p.cast::<u8>().write_bytes(0xa5, MARKER_LEAK_BYTES) };
+                    }
+                    lock(&self.planted).raw_mallocs.push(std::hint::black_box(p) as usize);
                 }
                 Variant::MigratingReleasesFirstOnly if self.config.is_migrating(task) => {
                     // Planted: of the dual accessor's three handles, only the first is released.

@@ -107,9 +107,26 @@ enum Command {
         /// Cycles per variant.
         #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(30..))]
         cycles: u64,
+        /// Seeded runs per store of the clean catalog (each as `check` runs: 200 cycles, more
+        /// while inconclusive); 0 skips the clean catalog.
+        #[arg(long, default_value_t = 3)]
+        clean_seeds: u64,
         /// Print JSON: one object per variant.
         #[arg(long)]
         json: bool,
+    },
+    /// Run one store of the clean catalog in this process and print its outcome as JSON (used by
+    /// `mutants`).
+    #[command(hide = true)]
+    CleanStore {
+        /// The store's name.
+        name: String,
+        /// Seed of its fault plan.
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+        /// Also write the run's report (report.json, samples.csv) here.
+        #[arg(long)]
+        report: Option<PathBuf>,
     },
     /// Run one catalog variant in this process and print its outcome as JSON (used by `mutants`).
     #[command(hide = true)]
@@ -258,7 +275,8 @@ fn dispatch(cli: Cli) -> Result<ExitCode> {
         Command::Compare { old, new, max_rate_increase, max_overhead_increase, json } => {
             run::compare(&old, &new, max_rate_increase, max_overhead_increase, json)
         }
-        Command::Mutants { cycles, json } => mutants::all(cycles, json),
+        Command::Mutants { cycles, clean_seeds, json } => mutants::all(cycles, clean_seeds, json),
+        Command::CleanStore { name, seed, report } => mutants::one_clean(&name, seed, report.as_deref()),
         Command::Mutant { name, cycles } => mutants::one(&name, cycles),
         Command::Sensitivity { runs, cycles, sizes, json } => sensitivity(runs, cycles, &sizes, json),
         Command::TimeToVerdict { leak, max_cycles } => time_to_verdict(&leak, max_cycles),

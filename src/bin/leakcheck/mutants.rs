@@ -4,7 +4,9 @@ use std::process::{Command, ExitCode};
 use std::time::Instant;
 
 use anyhow::{anyhow, Context, Result};
+use leakcheck::harness::clean::{clean_store, run_clean_report, CleanOutcome, CLEAN_CATALOG};
 use leakcheck::harness::mutants::{mutant, run_mutant, MutantOutcome, CATALOG};
+use leakcheck::Verdict;
 
 /// Runs one variant in this process and prints its outcome as one JSON line.
 pub fn one(name: &str, cycles: u64) -> Result<ExitCode> {
@@ -17,8 +19,78 @@ pub fn one(name: &str, cycles: u64) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Runs every variant, each in a child process of this binary, and prints the matrix.
-pub fn all(cycles: u64, json: bool) -> Result<ExitCode> {
+/// Runs one store of the clean catalog in this process with `seed` and prints its outcome as one
+/// JSON line.
+pub fn one_clean(name: &str, seed: u64, report_dir: Option<&std::path::Path>) -> Result<ExitCode> {
+    let store = clean_store(name).ok_or_else(|| {
+        anyhow!("unknown clean store `{name}`; known: {}", CLEAN_CATALOG.iter().map(|s| s.name).collect::<Vec<_>>().join(", "))
+    })?;
+    let dir = tempfile::Builder::new().prefix("leakcheck-clean-").tempdir().context("temporary directory")?;
+    let started = std::time::Instant::now();
+    let (outcome, report) = run_clean_report(store, dir.path(), seed)?;
+    if let Some(rd) = report_dir {
+        let settings = leakcheck::report::RunSettings {
+            command: format!("clean-store {name}"),
+            cycles: leakcheck::harness::clean::CHECK_CYCLES,
+            max_cycles: Some(leakcheck::harness::clean::CHECK_MAX_CYCLES),
+            plan: store.plan.to_string(),
+            seed,
+            tracking: "sites".to_string(),
+            sample_every: 1,
+            ..Default::default()
+        };
+        let r = leakcheck::report::RunReport::from_harness(settings, &report, started.elapsed().as_secs_f64());
+        leakcheck::report::prepare_dir(rd).with_context(|| format!("--report {}", rd.display()))?;
+        leakcheck::report::write_dir(rd, &r, &report.samples).context("writing the report")?;
+    }
+    println!("{}", serde_json::to_string(&outcome)?);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The clean catalog's outcomes, `seeds` runs per store, each in a child process.
+fn clean_runs(exe: &std::path::Path, seeds: u64, json: bool) -> Result<Vec<CleanOutcome>> {
+    let mut outcomes = Vec::new();
+    if !json && seeds > 0 {
+        println!("\n{:<26} {:>6} {:>8} {:>8}  not clean (seed: signals)", "clean store", "clean", "seconds", "cycles");
+    }
+    for store in &CLEAN_CATALOG {
+        let mut mine = Vec::new();
+        for seed in 0..seeds {
+            let out = Command::new(exe)
+                .args(["clean-store", store.name, "--seed", &seed.to_string()])
+                .output()
+                .with_context(|| format!("running clean store {}", store.name))?;
+            if !out.status.success() {
+                return Err(anyhow!("clean store {} failed: {}", store.name, String::from_utf8_lossy(&out.stderr).trim()));
+            }
+            let o: CleanOutcome =
+                serde_json::from_slice(&out.stdout).with_context(|| format!("output of clean store {}", store.name))?;
+            mine.push(o);
+        }
+        if !json && seeds > 0 {
+            let clean = mine.iter().filter(|o| o.verdict == Verdict::Clean).count();
+            let failures: Vec<String> = mine
+                .iter()
+                .filter(|o| o.verdict != Verdict::Clean)
+                .map(|o| format!("{}: {} {}", o.seed, o.verdict, o.leaking.iter().chain(&o.inconclusive).cloned().collect::<Vec<_>>().join(",")))
+                .collect();
+            println!(
+                "{:<26} {:>6} {:>8.1} {:>8.0}  {}",
+                store.name,
+                format!("{clean}/{}", mine.len()),
+                mine.iter().map(|o| o.seconds).sum::<f64>() / mine.len() as f64,
+                mine.iter().map(|o| o.cycles as f64).sum::<f64>() / mine.len() as f64,
+                failures.join("; ")
+            );
+        }
+        outcomes.extend(mine);
+    }
+    Ok(outcomes)
+}
+
+/// Runs every variant and every clean store, each in a child process of this binary, and prints
+/// the matrix: sensitivity (planted leaks caught) and specificity (clean stores called clean).
+pub fn all(cycles: u64, clean_seeds: u64, json: bool) -> Result<ExitCode> {
     let exe = std::env::current_exe().context("locating the leakcheck binary")?;
     let started = Instant::now();
     let mut outcomes: Vec<MutantOutcome> = Vec::new();
@@ -47,21 +119,36 @@ pub fn all(cycles: u64, json: bool) -> Result<ExitCode> {
         }
         outcomes.push(o);
     }
-    let ok = CATALOG.iter().zip(&outcomes).all(|(m, o)| {
-        if m.expected.is_empty() {
-            !o.detected
-        } else {
-            o.detected && m.expected.iter().all(|e| o.signals.iter().any(|s| s == e))
-        }
+    let caught = CATALOG
+        .iter()
+        .zip(&outcomes)
+        .filter(|(m, _)| !m.expected.is_empty())
+        .filter(|(m, o)| o.detected && m.expected.iter().all(|e| o.signals.iter().any(|s| s == e)))
+        .count();
+    let planted = CATALOG.iter().filter(|m| !m.expected.is_empty()).count();
+    let reference_clean = CATALOG.iter().zip(&outcomes).filter(|(m, _)| m.expected.is_empty()).all(|(_, o)| !o.detected);
+    let clean = clean_runs(&exe, clean_seeds, json)?;
+    let called_clean = clean.iter().filter(|o| o.verdict == Verdict::Clean).count();
+    // Every planted leak caught, the reference store not flagged, and every clean store clean in
+    // at least 19 of 20 runs (95%).
+    let specific = CLEAN_CATALOG.iter().all(|s| {
+        let runs: Vec<&CleanOutcome> = clean.iter().filter(|o| o.store == s.name).collect();
+        let ok = runs.iter().filter(|o| o.verdict == Verdict::Clean).count();
+        runs.is_empty() || ok * 20 >= runs.len() * 19
     });
+    let ok = caught == planted && reference_clean && specific;
     if json {
-        println!("{}", serde_json::to_string_pretty(&outcomes)?);
+        // One array: the variants' objects as before, then one object per clean-store run (those
+        // carry `store` and `seed` instead of `variant`).
+        let mut all: Vec<serde_json::Value> = outcomes.iter().map(serde_json::to_value).collect::<Result<_, _>>()?;
+        all.extend(clean.iter().map(serde_json::to_value).collect::<Result<Vec<_>, _>>()?);
+        println!("{}", serde_json::to_string_pretty(&all)?);
     } else {
         println!(
-            "\n{} ({:.0} s): {}",
-            if ok { "every variant detected, reference store clean" } else { "DETECTION GAPS" },
+            "\nsensitivity: {caught}/{planted} planted leaks caught; specificity: {called_clean}/{} clean-store runs called clean ({:.0} s): {}",
+            clean.len(),
             started.elapsed().as_secs_f64(),
-            if ok { "ok" } else { "see the table" }
+            if ok { "ok" } else { "DETECTION GAPS, see the tables" }
         );
     }
     Ok(if ok { ExitCode::SUCCESS } else { ExitCode::from(1) })

@@ -1,0 +1,53 @@
+//! Runs one store of the clean catalog in this process with a seed and prints its outcome as one
+//! line of JSON. One store per process: jemalloc, RSS and fd counts are process-wide.
+//!
+//! Usage: clean-store NAME [SEED]
+
+use std::process::ExitCode;
+
+use leakcheck::harness::clean::{clean_store, run_clean, CLEAN_CATALOG};
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let Some(name) = args.first() else {
+        eprintln!("usage: clean-store NAME [SEED]; names: {}", names());
+        return ExitCode::from(2);
+    };
+    let Some(store) = clean_store(name) else {
+        eprintln!("clean-store: unknown store `{name}`; names: {}", names());
+        return ExitCode::from(2);
+    };
+    let seed = match args.get(1).map(|s| s.parse::<u64>()) {
+        None => 0,
+        Some(Ok(s)) => s,
+        Some(Err(e)) => {
+            eprintln!("clean-store: SEED must be a non-negative integer: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let dir = match tempfile::Builder::new().prefix("clean-store").tempdir() {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("clean-store: cannot create a scratch directory: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    match run_clean(store, dir.path(), seed).map(|o| serde_json::to_string(&o)) {
+        Ok(Ok(line)) => {
+            println!("{line}");
+            ExitCode::SUCCESS
+        }
+        Ok(Err(e)) => {
+            eprintln!("clean-store: {e}");
+            ExitCode::from(2)
+        }
+        Err(e) => {
+            eprintln!("clean-store: {name}: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn names() -> String {
+    CLEAN_CATALOG.iter().map(|s| s.name).collect::<Vec<_>>().join(", ")
+}
