@@ -87,6 +87,14 @@ impl Default for Evidence {
     }
 }
 
+impl Evidence {
+    /// The floor of page-granular signals (resident memory, RSS): they move in 4 KiB steps and
+    /// keep growing for a while after the warm-up (RocksDB's thread stacks and TLS are touched
+    /// as its pools first do work: 13 KB a cycle over the first 50 cycles of a 1 x 2 store), so
+    /// they decide only over 100 cycles after it.
+    pub const PAGE_GRANULAR: Evidence = Evidence { min_points: 10, min_cycles: 100 };
+}
+
 /// Largest number of points Theil-Sen works on directly (n² / 2 pairwise slopes); longer series
 /// are averaged in blocks of consecutive points first, which also tames short-range correlation.
 const MAX_POINTS: usize = 1000;
@@ -687,7 +695,7 @@ pub(crate) fn corroborating(signal: &str) -> bool {
     signal.contains("resident")
         || signal.contains("rss")
         || signal.starts_with(PER_FIRING_PREFIX)
-        || matches!(signal, "maps" | "open_fds" | "threads")
+        || matches!(signal, "maps" | "file_maps" | "open_fds" | "threads")
 }
 
 /// The run's verdict from its signals: the worst of the judged (not informational) ones, where a
@@ -806,6 +814,13 @@ pub fn analyze(cycles: &[CycleSample], baseline: Option<&Sample>, last: Option<&
     let judge = |signal: &str, unit: &str, values: &[Option<f64>], rule: Rule, warmup: u64| {
         judge_at(signal, unit, &at, values, rule, warmup, cfg.evidence)
     };
+    let page_evidence = Evidence {
+        min_points: cfg.evidence.min_points.max(Evidence::PAGE_GRANULAR.min_points),
+        min_cycles: cfg.evidence.min_cycles.max(Evidence::PAGE_GRANULAR.min_cycles),
+    };
+    let judge_pages = |signal: &str, values: &[Option<f64>], tolerance: f64| {
+        judge_at(signal, "B", &at, values, stat(tolerance), warmup, page_evidence)
+    };
     let series = |f: &dyn Fn(&Sample) -> Option<f64>| cycles.iter().map(|c| f(&c.sample)).collect::<Vec<_>>();
     let mut signals = Vec::new();
 
@@ -828,29 +843,39 @@ pub fn analyze(cycles: &[CycleSample], baseline: Option<&Sample>, last: Option<&
     // fragmentation (a 4 x 8 store grew it 6 KiB a cycle while its allocated bytes stayed flat):
     // where allocated bytes are read, they are the byte count, and resident is shown only.
     let resident: Reader<'_> = &|s| s.jemalloc.filter(|j| j.purged).map(|j| j.resident_bytes as f64);
-    let mut v = judge("resident_bytes", "B", &series(resident), stat(t.resident_bytes_per_cycle), warmup);
+    let mut v = judge_pages("resident_bytes", &series(resident), t.resident_bytes_per_cycle);
     v.informational = cycles.iter().any(|c| c.sample.allocated_bytes().is_some());
     signals.push(v);
     // Anonymous RSS outside jemalloc's resident pages: thread stacks, anonymous maps, a second
     // allocator (C code that bypasses the override): what no byte count sees. Judged net of
     // jemalloc where jemalloc is read (its own pages are judged through allocated bytes above).
     let rss_anon: Reader<'_> = &|s| s.process.rss_anon_bytes.map(|v| v as f64);
-    let mut v = judge("rss_anon_bytes", "B", &series(rss_anon), stat(t.rss_bytes_per_cycle), warmup);
+    let mut v = judge_pages("rss_anon_bytes", &series(rss_anon), t.rss_bytes_per_cycle);
     let outside = series(&|s| Some(rss_anon(s)? - resident(s)?));
     if outside.iter().any(Option::is_some) {
         v.informational = true;
         signals.push(v);
-        signals.push(judge("rss_anon_outside_jemalloc_bytes", "B", &outside, stat(t.rss_bytes_per_cycle), warmup));
+        signals.push(judge_pages("rss_anon_outside_jemalloc_bytes", &outside, t.rss_bytes_per_cycle));
     } else {
         signals.push(v);
     }
     // RSS counts the pages of mapped files too (a store reading SST files through mmap grows it
     // with its data): shown, judged through its anonymous part above.
-    let mut rss = judge("rss_bytes", "B", &series(&|s| s.process.rss_bytes.map(|v| v as f64)), stat(t.rss_bytes_per_cycle), warmup);
+    let mut rss = judge_pages("rss_bytes", &series(&|s| s.process.rss_bytes.map(|v| v as f64)), t.rss_bytes_per_cycle);
     rss.informational = true;
     signals.push(rss);
     signals.push(judge("open_fds", "fds", &series(&|s| s.process.open_fds.map(|v| v as f64)), stat(t.os_per_cycle), warmup));
-    signals.push(judge("maps", "maps", &series(&|s| s.process.maps.map(|v| v as f64)), stat(t.os_per_cycle), warmup));
+    // All maps move with the allocator's extents (a 4 x 8 store: 0.02 a cycle with its bytes
+    // flat): shown; the maps of files are judged, those under the store's directory exactly.
+    let mut maps = judge("maps", "maps", &series(&|s| s.process.maps.map(|v| v as f64)), stat(t.os_per_cycle), warmup);
+    let file_maps = series(&|s| s.process.file_maps.map(|v| v as f64));
+    if file_maps.iter().any(Option::is_some) {
+        maps.informational = true;
+        signals.push(maps);
+        signals.push(judge("file_maps", "maps", &file_maps, stat(t.os_per_cycle), warmup));
+    } else {
+        signals.push(maps);
+    }
     signals.push(judge("threads", "threads", &series(&|s| s.process.threads.map(|v| v as f64)), stat(t.os_per_cycle), warmup));
 
     // Exact: nothing of the store's directory stays open or mapped after a close.
@@ -970,6 +995,7 @@ mod tests {
             open_fds_under_dir: Some(0),
             maps: Some(60),
             maps_under_dir: Some(0),
+            file_maps: Some(20),
         };
         let rocksdb = explained.map(|e| RocksDbMemory { mem_table_total_bytes: e, ..Default::default() });
         Sample { monotonic_ns: 0, jemalloc: Some(j), process, rocksdb, bookkeeping_bytes: None }

@@ -757,7 +757,17 @@ fn verdict_of(
         .collect();
     let fired: BTreeMap<u64, &BTreeMap<String, u64>> = records.iter().map(|r| (r.cycle, &r.faults_fired)).collect();
     let t = &analysis.tolerances;
-    v.signals.extend(crate::verdict::attribute_faults(&levels, &fired, t.bytes_per_firing, analysis.confidence));
+    let mut per_firing = crate::verdict::attribute_faults(&levels, &fired, t.bytes_per_firing, analysis.confidence);
+    // A leak persists, so the level must grow: a fault point is named only when the bytes' slope
+    // is above zero (under the tolerance or not). Without growth, what differs after a firing
+    // came back later (a memtable's fill shifted by a failed write): no leak.
+    let grows = v.signal("unexplained_bytes").or_else(|| v.signal("allocated_bytes")).and_then(|s| s.lower).is_some_and(|l| l > 0.0);
+    if !grows {
+        for s in per_firing.iter_mut().filter(|s| s.verdict == Verdict::Leak) {
+            s.verdict = Verdict::Inconclusive;
+        }
+    }
+    v.signals.extend(per_firing);
     v.verdict = crate::verdict::aggregate(&v.signals);
     if let Some(b) = &v.baseline_return {
         v.verdict = v.verdict.worst(b.verdict);

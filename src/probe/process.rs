@@ -34,6 +34,10 @@ pub struct ProcessStats {
     /// Memory mappings of files under the watched directory (deleted files included).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub maps_under_dir: Option<u64>,
+    /// Memory mappings of files anywhere (a path starting with `/`). The anonymous rest moves
+    /// with the allocator's extents and thread stacks, which other signals judge.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file_maps: Option<u64>,
 }
 
 /// Reads every field it can. `dir`, when given, is the directory whose files are counted
@@ -44,11 +48,11 @@ pub fn read(dir: Option<&Path>) -> ProcessStats {
         Ok((all, under)) => (Some(all), under),
         Err(_) => (None, None),
     };
-    let (maps, maps_under_dir) = match maps(dir) {
-        Ok((all, under)) => (Some(all), under),
-        Err(_) => (None, None),
+    let (maps, file_maps, maps_under_dir) = match maps(dir) {
+        Ok(m) => (Some(m.all), Some(m.files), m.under_dir),
+        Err(_) => (None, None, None),
     };
-    ProcessStats { rss_bytes, rss_anon_bytes, threads, open_fds, open_fds_under_dir, maps, maps_under_dir }
+    ProcessStats { rss_bytes, rss_anon_bytes, threads, open_fds, open_fds_under_dir, maps, maps_under_dir, file_maps }
 }
 
 /// Resolves `dir` the way the kernel reports paths in `/proc/self/fd` and `/proc/self/maps`
@@ -113,25 +117,36 @@ fn fds(dir: Option<&Path>) -> Result<(u64, Option<u64>), ProbeError> {
     Ok((all.saturating_sub(1), dir.map(|_| under)))
 }
 
-/// `(all mappings, mappings of files under dir)`.
-fn maps(dir: Option<&Path>) -> Result<(u64, Option<u64>), ProbeError> {
+/// Counts of `/proc/self/maps` lines.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct MapCounts {
+    all: u64,
+    files: u64,
+    under_dir: Option<u64>,
+}
+
+fn maps(dir: Option<&Path>) -> Result<MapCounts, ProbeError> {
     let text = fs::read_to_string("/proc/self/maps").map_err(proc_err("/proc/self/maps"))?;
     Ok(count_maps(&text, dir))
 }
 
-pub(crate) fn count_maps(text: &str, dir: Option<&Path>) -> (u64, Option<u64>) {
-    let mut all = 0u64;
-    let mut under = 0u64;
+/// All maps, the maps of files, and the maps of files under `dir` (deleted ones included).
+pub(crate) fn count_maps(text: &str, dir: Option<&Path>) -> MapCounts {
+    let mut c = MapCounts { all: 0, files: 0, under_dir: dir.map(|_| 0) };
     for line in text.lines() {
-        all += 1;
-        if let (Some(dir), Some(path)) = (dir, map_path(line)) {
-            let path = path.strip_suffix(" (deleted)").unwrap_or(path);
+        c.all += 1;
+        let Some(path) = map_path(line) else { continue };
+        let path = path.strip_suffix(" (deleted)").unwrap_or(path);
+        if path.starts_with('/') {
+            c.files += 1;
+        }
+        if let (Some(dir), Some(under)) = (dir, c.under_dir.as_mut()) {
             if Path::new(path).starts_with(dir) {
-                under += 1;
+                *under += 1;
             }
         }
     }
-    (all, dir.map(|_| under))
+    c
 }
 
 /// The pathname column of a `/proc/self/maps` line: everything after the five fixed fields
@@ -181,8 +196,8 @@ mod tests {
 7f0000002000-7f0000003000 r--s 00000000 fd:01 3 /data/store2/000014.sst
 7f0000003000-7f0000004000 rw-p 00000000 00:00 0
 ";
-        assert_eq!(count_maps(text, Some(Path::new("/data/store"))), (4, Some(2)));
-        assert_eq!(count_maps(text, None), (4, None));
+        assert_eq!(count_maps(text, Some(Path::new("/data/store"))), MapCounts { all: 4, files: 3, under_dir: Some(2) });
+        assert_eq!(count_maps(text, None), MapCounts { all: 4, files: 3, under_dir: None });
     }
 
     #[test]

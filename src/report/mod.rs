@@ -103,6 +103,7 @@ impl SignalEntry {
 pub fn signal_class(signal: &str) -> &'static str {
     match signal {
         s if s.starts_with("live_handles") => "handles",
+        "file_maps" => "maps",
         "unshared_caches_open" => "handles",
         "open_fds" | "open_fds_under_dir" => "fds",
         "maps" | "maps_under_dir" => "maps",
