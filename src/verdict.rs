@@ -715,6 +715,11 @@ fn delta(a: Option<u64>, b: Option<u64>) -> Option<i64> {
 /// Prefix of the per-fault-point byte signals ([`attribute_faults`]).
 pub const PER_FIRING_PREFIX: &str = "bytes_per_firing.";
 
+/// Judged cycles in which a point must have fired before [`attribute_faults`] judges it. Fewer
+/// firings are too few against background work that spans cycles: a long-lived DB's compactions
+/// made a point that fired 6 times in 200 cycles look like 3.7 KB per firing in 2 of 20 runs.
+pub const MIN_FIRING_CYCLES: usize = 10;
+
 /// Cycles after a faulted cycle that [`attribute_faults`] waits before it reads the level again.
 pub const ATTRIBUTION_LAG: u64 = 1;
 
@@ -733,8 +738,8 @@ pub const ATTRIBUTION_LAG: u64 = 1;
 /// confidence is split over the points (Bonferroni), so judging several points does not raise the
 /// run's false-alarm rate.
 ///
-/// A point that fired in fewer than 5 of those cycles, or was quiet in fewer than 10, gets no
-/// verdict. The result's `slope_per_cycle`, `lower` and `upper` are bytes per firing; a point
+/// A point that fired in fewer than [`MIN_FIRING_CYCLES`] of those cycles, or was quiet in fewer
+/// than twice as many, gets no verdict. The result's `slope_per_cycle`, `lower` and `upper` are bytes per firing; a point
 /// can call a leak, and its "inconclusive" does not hold a run (it corroborates).
 pub fn attribute_faults(
     levels: &BTreeMap<u64, f64>,
@@ -760,7 +765,7 @@ pub fn attribute_faults(
         let (fired, quiet): (Vec<_>, Vec<_>) = changes.iter().partition(|(_, f)| fired_at(f, point) > 0);
         let only: Vec<f64> = fired.iter().map(|(d, f)| d / fired_at(f, point) as f64).collect();
         let clean: Vec<f64> = quiet.iter().map(|(d, _)| *d).collect();
-        if only.len() < 5 || clean.len() < 10 {
+        if only.len() < MIN_FIRING_CYCLES || clean.len() < 2 * MIN_FIRING_CYCLES {
             continue;
         }
         let (shift, lower, upper) = hodges_lehmann(&only, &clean, 1.0 - alpha);

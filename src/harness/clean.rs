@@ -85,6 +85,15 @@ fn key(cycle: u64, i: u64) -> [u8; 16] {
     k
 }
 
+/// Closes `db` whatever failed before; the first error wins.
+fn close_after<T: rocksdb::ThreadMode>(db: TrackedDb<T>, first: Option<CleanStoreError>) -> Result<()> {
+    let closed = db.close().into_result();
+    match first {
+        Some(e) => Err(e),
+        None => Ok(closed?),
+    }
+}
+
 /// Options that make RocksDB flush and compact within a cycle: small write buffers, small files,
 /// an early L0 trigger.
 fn busy_options(ledger: &Ledger) -> TrackedOptions {
@@ -534,11 +543,7 @@ impl Lifecycle for CfChurn {
                 first.get_or_insert(e);
             }
         }
-        let closed = db.close().into_result();
-        match (first, closed) {
-            (Some(e), _) => Err(e),
-            (None, r) => Ok(r?),
-        }
+        close_after(db, first)
     }
 
     fn data_dir(&self) -> Option<PathBuf> {
@@ -623,11 +628,7 @@ impl Lifecycle for MultiThreadedCf {
                 first.get_or_insert(e.into());
             }
         }
-        let closed = db.close().into_result();
-        match (first, closed) {
-            (Some(e), _) => Err(e),
-            (None, r) => Ok(r?),
-        }
+        close_after(db, first)
     }
 
     fn data_dir(&self) -> Option<PathBuf> {

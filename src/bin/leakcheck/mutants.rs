@@ -47,43 +47,58 @@ pub fn one_clean(name: &str, seed: u64, report_dir: Option<&std::path::Path>) ->
     Ok(ExitCode::SUCCESS)
 }
 
-/// The clean catalog's outcomes, `seeds` runs per store, each in a child process.
-fn clean_runs(exe: &std::path::Path, seeds: u64, json: bool) -> Result<Vec<CleanOutcome>> {
-    let mut outcomes = Vec::new();
-    if !json && seeds > 0 {
-        println!("\n{:<26} {:>6} {:>8} {:>8}  not clean (seed: signals)", "clean store", "clean", "seconds", "cycles");
+/// Runs one clean-store process and reads its outcome.
+fn clean_run(exe: &std::path::Path, name: &str, seed: u64) -> Result<CleanOutcome> {
+    let out = Command::new(exe)
+        .args(["clean-store", name, "--seed", &seed.to_string()])
+        .output()
+        .with_context(|| format!("running clean store {name}"))?;
+    if !out.status.success() {
+        return Err(anyhow!("clean store {name} failed: {}", String::from_utf8_lossy(&out.stderr).trim()));
     }
-    for store in &CLEAN_CATALOG {
-        let mut mine = Vec::new();
-        for seed in 0..seeds {
-            let out = Command::new(exe)
-                .args(["clean-store", store.name, "--seed", &seed.to_string()])
-                .output()
-                .with_context(|| format!("running clean store {}", store.name))?;
-            if !out.status.success() {
-                return Err(anyhow!("clean store {} failed: {}", store.name, String::from_utf8_lossy(&out.stderr).trim()));
-            }
-            let o: CleanOutcome =
-                serde_json::from_slice(&out.stdout).with_context(|| format!("output of clean store {}", store.name))?;
-            mine.push(o);
+    serde_json::from_slice(&out.stdout).with_context(|| format!("output of clean store {name}"))
+}
+
+/// The clean catalog's outcomes, `seeds` runs per store, each in a child process, two at a time
+/// (each process's signals are its own; two keep both cores busy).
+fn clean_runs(exe: &std::path::Path, seeds: u64, json: bool) -> Result<Vec<CleanOutcome>> {
+    let jobs: Vec<(&str, u64)> = CLEAN_CATALOG.iter().flat_map(|s| (0..seeds).map(move |seed| (s.name, seed))).collect();
+    let queue = std::sync::Mutex::new(jobs.into_iter().rev().collect::<Vec<_>>());
+    let results = std::sync::Mutex::new(Vec::new());
+    std::thread::scope(|scope| {
+        for _ in 0..2 {
+            scope.spawn(|| loop {
+                let Some((name, seed)) = queue.lock().ok().and_then(|mut q| q.pop()) else { break };
+                let r = clean_run(exe, name, seed);
+                if let Ok(mut all) = results.lock() {
+                    all.push(r);
+                }
+            });
         }
-        if !json && seeds > 0 {
+    });
+    let mut outcomes =
+        results.into_inner().map_err(|_| anyhow!("a clean-store worker panicked"))?.into_iter().collect::<Result<Vec<_>>>()?;
+    outcomes.sort_by(|a, b| (&a.store, a.seed).cmp(&(&b.store, b.seed)));
+    if !json && seeds > 0 {
+        println!("\n{:<26} {:>7} {:>8} {:>8}  not clean (seed: signals)", "clean store", "clean", "seconds", "cycles");
+        for store in &CLEAN_CATALOG {
+            let mine: Vec<&CleanOutcome> = outcomes.iter().filter(|o| o.store == store.name).collect();
             let clean = mine.iter().filter(|o| o.verdict == Verdict::Clean).count();
             let failures: Vec<String> = mine
                 .iter()
                 .filter(|o| o.verdict != Verdict::Clean)
                 .map(|o| format!("{}: {} {}", o.seed, o.verdict, o.leaking.iter().chain(&o.inconclusive).cloned().collect::<Vec<_>>().join(",")))
                 .collect();
+            let n = mine.len().max(1) as f64;
             println!(
-                "{:<26} {:>6} {:>8.1} {:>8.0}  {}",
+                "{:<26} {:>7} {:>8.1} {:>8.0}  {}",
                 store.name,
                 format!("{clean}/{}", mine.len()),
-                mine.iter().map(|o| o.seconds).sum::<f64>() / mine.len() as f64,
-                mine.iter().map(|o| o.cycles as f64).sum::<f64>() / mine.len() as f64,
+                mine.iter().map(|o| o.seconds).sum::<f64>() / n,
+                mine.iter().map(|o| o.cycles as f64).sum::<f64>() / n,
                 failures.join("; ")
             );
         }
-        outcomes.extend(mine);
     }
     Ok(outcomes)
 }
