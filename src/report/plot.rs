@@ -166,7 +166,7 @@ pub fn plot_svgs(report: &RunReport, samples: &[CycleSample]) -> Vec<Plot> {
     if let Some(fit) = fit_line(samples, report, unexplained) {
         bytes.insert(2, fit);
     }
-    panel(&mut out, 44.0, "bytes after each cycle (unexplained = allocated - RocksDB's - harness's)", &bytes, true);
+    panel(&mut out, 44.0, "bytes after each cycle (unexplained = allocated - RocksDB's - harness's - thread caches)", &bytes, true);
 
     let kinds: BTreeSet<&String> = samples.iter().flat_map(|c| c.retained_handles.keys()).collect();
     let mut handles: Vec<Series> = kinds

@@ -320,7 +320,7 @@ fn print_table(r: &RunReport) {
         c.open_errors, c.work_errors, c.close_errors, c.panics, c.malformed_offsets_skipped, c.late_records_dropped
     );
     println!();
-    println!("{:<28} {:<10} {:<12} {:>14} {:>26}", "signal", "class", "verdict", "per cycle", "interval / residue");
+    println!("{:<32} {:<10} {:<14} {:>12} {:>26}", "signal", "class", "verdict", "per cycle", "interval / residue");
     for e in &r.signals {
         let verdict = match (e.informational, e.growth_below_tolerance) {
             (true, _) => format!("({})", e.verdict),
@@ -335,7 +335,7 @@ fn print_table(r: &RunReport) {
                 format!("[{}, {}]", fmt_num(e.lower, &e.unit), fmt_num(e.upper, &e.unit)),
             )
         };
-        println!("{:<28} {:<10} {:<12} {:>14} {:>26}", e.name, e.class, verdict, per_cycle, detail);
+        println!("{:<32} {:<10} {:<14} {:>12} {:>26}", e.name, e.class, verdict, per_cycle, detail);
     }
     println!("(verdicts in parentheses are raw signals shown for reference; the run is judged on the net ones, after\n what RocksDB accounts for and the harness's own records)");
     if r.signals.iter().any(|e| e.growth_below_tolerance && !e.informational) {
