@@ -206,7 +206,7 @@ fn estimate(p: &Points, confidence: f64) -> Option<Estimate> {
     // independent points than it seems (effective n = n (1 - r) / (1 + r)).
     let segments: Vec<std::ops::Range<usize>> = match step {
         Some(k) => vec![0..k, k..n],
-        None => vec![0..n],
+        None => std::iter::once(0..n).collect(),
     };
     let mut residuals = Vec::with_capacity(n);
     for seg in &segments {
@@ -833,14 +833,14 @@ pub fn analyze(cycles: &[CycleSample], baseline: Option<&Sample>, last: Option<&
     // it explains (memtables, table readers, caches of a store whose data legitimately grows; the
     // harness's per-cycle records) is not a leak: the net signals are judged and the raw ones
     // shown for reference.
-    let asked_rocksdb = cycles.iter().any(|c| c.sample.has_explanation());
+    let explained_known = cycles.iter().any(|c| c.sample.has_explanation());
     let explained = |s: &Sample| s.explained_bytes() as f64;
     type Reader<'a> = &'a dyn Fn(&Sample) -> Option<f64>;
     let allocated: Reader<'_> = &|s| s.allocated_bytes().map(|v| v as f64);
     let mut v = judge("allocated_bytes", "B", &series(allocated), stat(t.allocated_bytes_per_cycle), warmup);
-    v.informational = asked_rocksdb;
+    v.informational = explained_known;
     signals.push(v);
-    if asked_rocksdb {
+    if explained_known {
         let net = series(&|s| allocated(s).map(|v| v - explained(s)));
         signals.push(judge("unexplained_bytes", "B", &net, stat(t.allocated_bytes_per_cycle), warmup));
     }
@@ -903,7 +903,7 @@ pub fn analyze(cycles: &[CycleSample], baseline: Option<&Sample>, last: Option<&
         signals.push(judge(&format!("live_handles.{kind}"), "handles", &values, Rule::Exact { expected: 0.0 }, 0));
     }
 
-    let rate_signal = if asked_rocksdb { "unexplained_bytes" } else { "allocated_bytes" };
+    let rate_signal = if explained_known { "unexplained_bytes" } else { "allocated_bytes" };
     let leak_rate = signals.iter().find(|s| s.signal == rate_signal).and_then(|s| s.slope_per_cycle).map(|slope| {
         let instances = cfg.instances_per_cycle.max(1);
         LeakRate {

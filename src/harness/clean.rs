@@ -793,7 +793,7 @@ pub fn clean_store(name: &str) -> Option<&'static CleanStore> {
 
 fn checked<L: Lifecycle>(store: &mut L, ledger: &Ledger, cfg: &HarnessConfig) -> std::result::Result<HarnessReport, HarnessError> {
     let harness = Harness::new(cfg.clone());
-    let mut continuation = super::Continuation::new(CHECK_CYCLES, cfg.analysis);
+    let continuation = super::Continuation::new(CHECK_CYCLES, cfg.analysis);
     harness.run_observed(store, ledger, |p| continuation.observe(p))
 }
 

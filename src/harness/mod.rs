@@ -453,7 +453,7 @@ impl Continuation {
     }
 
     /// The observer: break once [`Continuation::decided`].
-    pub fn observe(&mut self, p: &Progress<'_>) -> ControlFlow<()> {
+    pub fn observe(&self, p: &Progress<'_>) -> ControlFlow<()> {
         if self.decided(p) {
             ControlFlow::Break(())
         } else {
@@ -553,11 +553,7 @@ impl Harness {
             let record = run_cycle(store, ledger, &faults, cycle, cfg, &mut swallowed_total, &mut bk, &mut patience);
             if cycle % cfg.sample_every.max(1) == 0 {
                 let settled = probe.settled_sample_towards(patience.sample_settle(cfg), &target);
-                let above = |a: Option<u64>, b: Option<u64>| a.zip(b).is_some_and(|(a, b)| a > b);
-                let p = &settled.sample.process;
-                if above(p.open_fds_under_dir, target.process.open_fds_under_dir)
-                    || above(p.maps_under_dir, target.process.maps_under_dir)
-                {
+                if settled.sample.holds_more_files_than(&target) {
                     patience.patient = false;
                 }
                 let mut s = with_rocksdb(store, settled.sample);

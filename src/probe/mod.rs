@@ -110,6 +110,14 @@ impl Sample {
         Some(self.allocated_bytes()? as i64 - self.explained_bytes())
     }
 
+    /// Whether more files or maps are open under the watched directory than in `earlier` (a
+    /// close still releasing them, or a leak).
+    pub(crate) fn holds_more_files_than(&self, earlier: &Sample) -> bool {
+        let above = |a: Option<u64>, b: Option<u64>| a.zip(b).is_some_and(|(a, b)| a > b);
+        above(self.process.open_fds_under_dir, earlier.process.open_fds_under_dir)
+            || above(self.process.maps_under_dir, earlier.process.maps_under_dir)
+    }
+
     /// Whether part of the bytes is explained (RocksDB's accounting, the bookkeeping or the
     /// thread caches were read).
     pub fn has_explanation(&self) -> bool {
@@ -263,13 +271,7 @@ impl Probe {
     fn settle(&self, policy: SampleSettle, target: Option<&Sample>) -> Settled {
         let purging = Probe { dir: self.dir.clone(), purge: true };
         let start = Instant::now();
-        let pending = |s: &Sample| {
-            target.is_some_and(|t| {
-                let above = |a: Option<u64>, b: Option<u64>| a.zip(b).is_some_and(|(a, b)| a > b);
-                above(s.process.open_fds_under_dir, t.process.open_fds_under_dir)
-                    || above(s.process.maps_under_dir, t.process.maps_under_dir)
-            })
-        };
+        let pending = |s: &Sample| target.is_some_and(|t| s.holds_more_files_than(t));
         let mut backoff = policy.initial_backoff;
         let mut prev = purging.sample();
         let mut attempts = 1;

@@ -25,27 +25,10 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let dir = match tempfile::Builder::new().prefix("clean-store").tempdir() {
-        Ok(d) => d,
-        Err(e) => {
-            eprintln!("clean-store: cannot create a scratch directory: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    match run_clean(store, dir.path(), seed).map(|o| serde_json::to_string(&o)) {
-        Ok(Ok(line)) => {
-            println!("{line}");
-            ExitCode::SUCCESS
-        }
-        Ok(Err(e)) => {
-            eprintln!("clean-store: {e}");
-            ExitCode::from(2)
-        }
-        Err(e) => {
-            eprintln!("clean-store: {name}: {e}");
-            ExitCode::from(2)
-        }
-    }
+    leak_tests::run_in_scratch("clean-store", |dir| {
+        let outcome = run_clean(store, dir, seed).map_err(|e| format!("{name}: {e}"))?;
+        serde_json::to_string(&outcome).map_err(|e| e.to_string())
+    })
 }
 
 fn names() -> String {

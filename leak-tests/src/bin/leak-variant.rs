@@ -26,29 +26,10 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let dir = match tempfile::Builder::new().prefix("leak-variant").tempdir() {
-        Ok(d) => d,
-        Err(e) => {
-            eprintln!("leak-variant: cannot create a scratch directory: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    match run_mutant(m, dir.path(), cycles) {
-        Ok(outcome) => match serde_json::to_string(&outcome) {
-            Ok(line) => {
-                println!("{line}");
-                ExitCode::SUCCESS
-            }
-            Err(e) => {
-                eprintln!("leak-variant: {e}");
-                ExitCode::from(2)
-            }
-        },
-        Err(e) => {
-            eprintln!("leak-variant: {name}: {e}");
-            ExitCode::from(2)
-        }
-    }
+    leak_tests::run_in_scratch("leak-variant", |dir| {
+        let outcome = run_mutant(m, dir, cycles).map_err(|e| format!("{name}: {e}"))?;
+        serde_json::to_string(&outcome).map_err(|e| e.to_string())
+    })
 }
 
 fn names() -> String {

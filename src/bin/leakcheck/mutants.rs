@@ -67,11 +67,12 @@ fn clean_runs(exe: &std::path::Path, seeds: u64, json: bool) -> Result<Vec<Clean
     let results = std::sync::Mutex::new(Vec::new());
     std::thread::scope(|scope| {
         for _ in 0..2 {
-            scope.spawn(|| loop {
-                let Some((name, seed)) = queue.lock().ok().and_then(|mut q| q.pop()) else { break };
-                let r = clean_run(exe, name, seed);
-                if let Ok(mut all) = results.lock() {
-                    all.push(r);
+            scope.spawn(|| {
+                while let Some((name, seed)) = queue.lock().ok().and_then(|mut q| q.pop()) {
+                    let r = clean_run(exe, name, seed);
+                    if let Ok(mut all) = results.lock() {
+                        all.push(r);
+                    }
                 }
             });
         }
