@@ -65,6 +65,31 @@ fn check_of_the_reference_store_is_clean_and_its_json_report_round_trips() {
     assert_eq!(csv.lines().count() as u64, 1 + written.cycles_run, "header + one row per cycle");
 }
 
+/// When native allocations are invisible to jemalloc (a build without the unprefixed override),
+/// the byte signals are unavailable: the same run that comes out clean above exits 3, with the
+/// reason in the report and one line of text, and the exact signals still judged.
+#[test]
+fn check_with_native_allocations_invisible_exits_3_not_0() {
+    let mut args = vec!["check", "--cycles", "200", "--max-cycles", "200", "--json", "--simulate-invisible-allocations"];
+    args.extend(SMALL);
+    let out = leakcheck(&args);
+    assert_eq!(code(&out), 3, "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    let r: RunReport = serde_json::from_slice(&out.stdout).expect("report");
+    assert_eq!(r.verdict, Verdict::Inconclusive);
+    assert!(r.bytes_unavailable.as_deref().is_some_and(|w| w.contains("not routed to jemalloc")), "{:?}", r.bytes_unavailable);
+    let bytes: Vec<_> = r.signals.iter().filter(|s| s.unit == "B" && !s.informational).collect();
+    assert!(!bytes.is_empty() && bytes.iter().all(|s| s.verdict == Verdict::Inconclusive), "{bytes:?}");
+    assert!(r.signals.iter().filter(|s| s.kind == "exact").all(|s| s.verdict == Verdict::Clean));
+    assert_eq!(r.cycles_run, 200, "the run is not cut short");
+
+    let mut args = vec!["check", "--cycles", "30", "--max-cycles", "30", "--simulate-invisible-allocations"];
+    args.extend(SMALL);
+    let text = leakcheck(&args);
+    assert_eq!(code(&text), 3);
+    let stdout = String::from_utf8_lossy(&text.stdout);
+    assert_eq!(stdout.lines().filter(|l| l.starts_with("byte signals unavailable")).count(), 1, "{stdout}");
+}
+
 /// Past --cycles, check goes on while the memory verdict is inconclusive, deciding every 10
 /// cycles, and never beyond --max-cycles. 30 cycles (10 after warm-up) are below the evidence
 /// floor: inconclusive with the cycles still needed, never leak or clean.

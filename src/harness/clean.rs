@@ -450,7 +450,9 @@ impl Lifecycle for SharedCacheWbm {
     }
 
     fn rocksdb_memory(&self) -> Option<RocksDbMemory> {
-        Some(RocksDbMemory { cache_total_bytes: self.cache.get_usage() as u64, ..RocksDbMemory::default() })
+        let mut consumers = crate::probe::MemoryConsumers::new().ok()?;
+        consumers.cache(&self.cache).write_buffer_manager(&self.wbm);
+        consumers.read().ok()
     }
 }
 

@@ -44,7 +44,7 @@ pub struct Mutant {
 
 /// The reference store and the twelve leak classes (the first split in two: through the tracked
 /// wrappers, and through raw librocksdb-sys where only the bytes can tell).
-pub const CATALOG: [Mutant; 15] = [
+pub const CATALOG: [Mutant; 17] = [
     Mutant { name: "reference", variant: Variant::Correct, description: "the reference store, nothing planted", expected: &[], invisible_to: &[], plan: PLAN },
     Mutant {
         name: "offsets-options-tracked",
@@ -157,6 +157,22 @@ pub const CATALOG: [Mutant; 15] = [
         expected: &["bytes"],
         invisible_to: &["handles"],
         plan: DEFAULT_CHECK_PLAN,
+    },
+    Mutant {
+        name: "cache-charged-db-never-closed",
+        variant: Variant::CacheChargedDbNeverClosed,
+        description: "an untracked side DB, its memtable charged to the shared cache, is never closed",
+        expected: &["bytes"],
+        invisible_to: &["handles"],
+        plan: PLAN,
+    },
+    Mutant {
+        name: "cache-pinning-iterator-leak",
+        variant: Variant::CachePinningIteratorLeak,
+        description: "an untracked iterator pinning blocks of the shared cache is never released",
+        expected: &["bytes"],
+        invisible_to: &["handles"],
+        plan: PLAN,
     },
 ];
 

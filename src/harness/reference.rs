@@ -109,6 +109,13 @@ pub enum Variant {
     /// free, as KAFKA-20616's skipped release): only at the firing rate, diluted in a per-cycle
     /// slope.
     MarkerFailureLeaksBytes,
+    /// A side DB opened through rust-rocksdb directly, its memtable charged to the task's shared
+    /// cache by the write buffer manager, is never closed: the cache's usage grows with it, and
+    /// only a reservation counted once leaves its memory unexplained.
+    CacheChargedDbNeverClosed,
+    /// A range-scan iterator made through rust-rocksdb directly is never released: it pins a data
+    /// block in the task's shared cache and the memtable charged to it, past the segment's close.
+    CachePinningIteratorLeak,
 }
 
 /// The reference store's settings.
@@ -291,6 +298,7 @@ struct Planted {
     raw_options: Vec<usize>,
     raw_mallocs: Vec<usize>,
     registry: Vec<Segment>,
+    side_dbs: Vec<rocksdb::DB>,
 }
 
 /// The reference segmented store.
@@ -488,7 +496,30 @@ impl ReferenceStore {
         for seg in store.segments.values() {
             store.malformed_skipped += self.restore_segment(task, seg, &mut store.restored)?;
         }
+        if self.config.variant == Variant::CacheChargedDbNeverClosed && task == 0 {
+            // Planted: a side DB charged to the shared cache, parked, never closed.
+            // PLANTED(cache-charged-db-never-closed)
+            let side = self.open_side_db(ctx, state)?;
+            lock(&self.planted).side_dbs.push(side);
+        }
         Ok(store)
+    }
+
+    /// An untracked DB beside the segments, its memtable (about 64 KiB written) charged to the
+    /// task's shared cache through the task's write buffer manager.
+    #[allow(clippy::disallowed_types)]
+    fn open_side_db(&self, ctx: &CycleCtx<'_>, state: &TaskState) -> Result<rocksdb::DB, StoreError> {
+        let path = self.config.dir.join("side").join(format!("cycle_{}", ctx.cycle));
+        let fail = |source| StoreError::RocksDb { task: 0, segment: ctx.cycle, what: "side db", source };
+        let mut o = rocksdb::Options::default();
+        o.create_if_missing(true);
+        o.set_write_buffer_size(1 << 20);
+        o.set_write_buffer_manager(&state.write_buffers);
+        let db = rocksdb::DB::open(&o, &path).map_err(fail)?;
+        for i in 0u32..64 {
+            db.put(i.to_be_bytes(), [0x5a; 1024]).map_err(fail)?;
+        }
+        Ok(db)
     }
 
     fn work_task(&self, ctx: &CycleCtx<'_>, store: &mut TaskStore) -> Result<(), StoreError> {
@@ -627,6 +658,19 @@ impl ReferenceStore {
             for item in it.by_ref().take(8) {
                 item.map_err(|source| StoreError::RocksDb { task, segment: *id, what: "scan", source })?;
                 seen += 1;
+            }
+        }
+        if self.config.variant == Variant::CachePinningIteratorLeak {
+            if let Some(seg) = store.segments.values().next() {
+                // Planted: an iterator made past the wrappers, positioned (pinning a block of the
+                // shared cache and the memtables of its version), never released.
+                let cf = seg.cf(task, DATA)?;
+                let db: &rocksdb::DBWithThreadMode<MultiThreaded> = &seg.db;
+                #[allow(clippy::disallowed_methods)]
+                // PLANTED(cache-pinning-iterator-leak)
+                let mut it = db.raw_iterator_cf(&cf);
+                it.seek_to_first();
+                std::mem::forget(it);
             }
         }
         if self.config.variant == Variant::ScanIteratorLeak {
@@ -1002,11 +1046,13 @@ impl Lifecycle for ReferenceStore {
     }
 
     fn rocksdb_memory(&self) -> Option<RocksDbMemory> {
-        let mut m = RocksDbMemory::default();
+        // Sampled between cycles, when every segment is closed: the caches and what the write
+        // buffer managers reserved in them (memtables of DBs still open somewhere).
+        let mut consumers = crate::probe::MemoryConsumers::new().ok()?;
         for t in &self.tasks {
-            m.cache_total_bytes += t.cache.get_usage() as u64;
+            consumers.cache(&t.cache).write_buffer_manager(&t.write_buffers);
         }
-        Some(m)
+        consumers.read().ok()
     }
 }
 
@@ -1024,5 +1070,6 @@ impl Drop for ReferenceStore {
             unsafe { libc::free(p as *mut libc::c_void) };
         }
         drop(planted.registry);
+        drop(planted.side_dbs);
     }
 }

@@ -127,6 +127,13 @@ impl Sample {
 
 /// RocksDB's own memory accounting by type, for a set of live DBs and caches (a cache shared by
 /// many column families or DBs counts once).
+///
+/// Not all of a cache's usage is memory a live store explains. A write buffer manager that charges
+/// memtables to a cache inserts dummy entries worth the memtables' size: the memtables are
+/// memory, the reservation only accounting, so it is counted once (through the memtables of the
+/// DBs asked about) and a never-closed DB's memtable, charged to the same cache, stays
+/// unexplained. Usage above a cache's capacity is entries pinned beyond what the cache was sized
+/// for (by leaked iterators, for instance) and is not explained either.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct RocksDbMemory {
@@ -138,12 +145,21 @@ pub struct RocksDbMemory {
     pub table_readers_total_bytes: u64,
     /// Usage of the block caches.
     pub cache_total_bytes: u64,
+    /// Part of `cache_total_bytes` that write buffer managers reserved for memtables (not memory
+    /// of its own; the memtables are counted as memtables).
+    #[serde(default)]
+    pub cache_reserved_bytes: u64,
+    /// Part of `cache_total_bytes`, net of reservations, above the caches' capacities.
+    #[serde(default)]
+    pub cache_over_capacity_bytes: u64,
 }
 
 impl RocksDbMemory {
-    /// Bytes RocksDB accounts for: memtables, table readers and caches.
+    /// Bytes RocksDB accounts for: memtables, table readers and caches, less the caches'
+    /// reservations and what they hold above capacity.
     pub fn explained_bytes(&self) -> u64 {
-        self.mem_table_total_bytes + self.table_readers_total_bytes + self.cache_total_bytes
+        let cache = self.cache_total_bytes.saturating_sub(self.cache_reserved_bytes + self.cache_over_capacity_bytes);
+        self.mem_table_total_bytes + self.table_readers_total_bytes + cache
     }
 
     /// Adds another set's figures (for consumers measured separately).
@@ -152,6 +168,8 @@ impl RocksDbMemory {
         self.mem_table_unflushed_bytes += other.mem_table_unflushed_bytes;
         self.table_readers_total_bytes += other.table_readers_total_bytes;
         self.cache_total_bytes += other.cache_total_bytes;
+        self.cache_reserved_bytes += other.cache_reserved_bytes;
+        self.cache_over_capacity_bytes += other.cache_over_capacity_bytes;
     }
 }
 

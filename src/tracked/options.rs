@@ -11,6 +11,7 @@ use crate::{HandleKind, Hold, Ledger, Token};
 /// A tracked block or row cache (LRU or HyperClock).
 pub struct TrackedCache {
     inner: Cache,
+    capacity_bytes: usize,
     token: Token,
 }
 deref_and_token!(TrackedCache, Cache);
@@ -20,21 +21,33 @@ impl TrackedCache {
     #[track_caller]
     pub fn new_lru(ledger: &Ledger, capacity_bytes: usize) -> Self {
         let inner = Cache::new_lru_cache(capacity_bytes);
-        TrackedCache { inner, token: ledger.register_at(HandleKind::Cache, Location::caller()) }
+        TrackedCache { inner, capacity_bytes, token: ledger.register_at(HandleKind::Cache, Location::caller()) }
     }
 
     /// `Cache::new_hyper_clock_cache`, registered in `ledger`.
     #[track_caller]
     pub fn new_hyper_clock(ledger: &Ledger, capacity_bytes: usize, estimated_entry_charge: usize) -> Self {
         let inner = Cache::new_hyper_clock_cache(capacity_bytes, estimated_entry_charge);
-        TrackedCache { inner, token: ledger.register_at(HandleKind::Cache, Location::caller()) }
+        TrackedCache { inner, capacity_bytes, token: ledger.register_at(HandleKind::Cache, Location::caller()) }
+    }
+
+    /// Its capacity in bytes (rust-rocksdb has no getter: the value it was made with or last set
+    /// through [`TrackedCache::set_capacity`]).
+    pub fn capacity(&self) -> usize {
+        self.capacity_bytes
+    }
+
+    /// `Cache::set_capacity`, remembering the value for [`TrackedCache::capacity`].
+    pub fn set_capacity(&mut self, capacity_bytes: usize) {
+        self.inner.set_capacity(capacity_bytes);
+        self.capacity_bytes = capacity_bytes;
     }
 }
 
 /// A tracked write buffer manager.
 pub struct TrackedWriteBufferManager {
     inner: WriteBufferManager,
-    _cache: Option<Hold>,
+    cache: Option<Hold>,
     token: Token,
 }
 deref_and_token!(TrackedWriteBufferManager, WriteBufferManager);
@@ -45,7 +58,7 @@ impl TrackedWriteBufferManager {
     pub fn new(ledger: &Ledger, buffer_size: usize, allow_stall: bool) -> Self {
         let inner = WriteBufferManager::new_write_buffer_manager(buffer_size, allow_stall);
         let token = ledger.register_at(HandleKind::WriteBufferManager, Location::caller());
-        TrackedWriteBufferManager { inner, _cache: None, token }
+        TrackedWriteBufferManager { inner, cache: None, token }
     }
 
     /// `WriteBufferManager::new_write_buffer_manager_with_cache`: memtable memory is charged to
@@ -59,7 +72,12 @@ impl TrackedWriteBufferManager {
         );
         let token = ledger.register_at(HandleKind::WriteBufferManager, Location::caller());
         let cache = Some(cache.token.held_by(&token));
-        TrackedWriteBufferManager { inner, _cache: cache, token }
+        TrackedWriteBufferManager { inner, cache, token }
+    }
+
+    /// The ledger id of the cache its memtables are charged to, if any.
+    pub fn charged_cache(&self) -> Option<u64> {
+        self.cache.as_ref().map(Hold::id)
     }
 }
 

@@ -75,6 +75,10 @@ pub struct RunArgs {
     /// `leakcheck mutants` lists them).
     #[arg(long)]
     pub plant: Option<String>,
+    /// For the test suite: report native allocations as invisible to jemalloc (as in a build
+    /// without the unprefixed override), to prove such a run ends inconclusive, never clean.
+    #[arg(long, hide = true)]
+    pub simulate_invisible_allocations: bool,
 }
 
 #[derive(Subcommand)]

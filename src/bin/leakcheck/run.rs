@@ -203,6 +203,9 @@ pub fn run(command: &str, args: RunArgs) -> Result<ExitCode> {
     hc.seed = args.seed;
     hc.sample_every = settings.sample_every;
     hc.keep_records = !soak;
+    if args.simulate_invisible_allocations {
+        hc.allocator_check = || Err("simulated (--simulate-invisible-allocations): C malloc is not routed to jemalloc".to_string());
+    }
     let analysis = hc.analysis;
     let continuation = Continuation::new(cycles, analysis);
     let harness = Harness::new(hc);
