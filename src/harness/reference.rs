@@ -294,6 +294,7 @@ struct TaskState {
 
 /// Things the planted bugs keep alive on purpose: they model a process that lost track of them.
 #[derive(Default)]
+#[allow(clippy::disallowed_types)] // side_dbs: untracked on purpose
 struct Planted {
     raw_options: Vec<usize>,
     raw_mallocs: Vec<usize>,
@@ -665,6 +666,7 @@ impl ReferenceStore {
                 // Planted: an iterator made past the wrappers, positioned (pinning a block of the
                 // shared cache and the memtables of its version), never released.
                 let cf = seg.cf(task, DATA)?;
+                #[allow(clippy::disallowed_types)]
                 let db: &rocksdb::DBWithThreadMode<MultiThreaded> = &seg.db;
                 #[allow(clippy::disallowed_methods)]
                 // PLANTED(cache-pinning-iterator-leak)
