@@ -569,13 +569,26 @@ impl Default for Tolerances {
 }
 
 /// How a run is analysed.
+///
+/// # Error rates
+/// A run calls a clean store a leak with probability at most `false_positive_rate`, across its
+/// judged statistical signals and every look at the verdict. The family is a union bound:
+/// [`JUDGED_STATISTICAL_SIGNALS`] signals share each look's part alike, and look `j` (the first
+/// at the cycles asked for, then one every [`LOOK_EVERY`] cycles while the verdict is
+/// inconclusive) gets `6 / (pi^2 j^2)` of the rate, so the parts over all looks sum to the rate
+/// whatever the correlation between looks. A run judged once is look 1 (61% of the rate).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct AnalysisConfig {
     /// Cycles skipped by statistical signals (caches filling, arenas growing).
     pub warmup_cycles: usize,
-    /// Confidence of the slope intervals.
-    pub confidence: f64,
+    /// The rate of false leak verdicts a whole run may have (over its signals and looks).
+    #[serde(default = "default_false_positive_rate")]
+    pub false_positive_rate: f64,
+    /// With a run that goes on while inconclusive: the cycles of its first look; the look an
+    /// analysis is follows from the last cycle it sees. `None`: a run judged once.
+    #[serde(default)]
+    pub first_look_cycles: Option<u64>,
     /// Tolerances of the statistical signals.
     pub tolerances: Tolerances,
     /// Store instances opened and closed per cycle (tasks x segments), for the leak rate per
@@ -593,12 +606,55 @@ impl Default for AnalysisConfig {
     fn default() -> Self {
         AnalysisConfig {
             warmup_cycles: 20,
-            confidence: 0.99,
+            false_positive_rate: default_false_positive_rate(),
+            first_look_cycles: None,
             tolerances: Tolerances::default(),
             instances_per_cycle: 1,
             baseline_tolerance_bytes: 2 << 20,
             evidence: Evidence::default(),
         }
+    }
+}
+
+fn default_false_positive_rate() -> f64 {
+    0.01
+}
+
+/// The most statistical signals one analysis judges (bytes net of what is explained, RocksDB's
+/// part, RSS outside jemalloc, open fds, maps of files, threads, and the bytes-per-firing family
+/// as one): each gets an equal share of a look's error rate.
+pub const JUDGED_STATISTICAL_SIGNALS: u32 = 7;
+
+/// Cycles between two looks at the verdict of a run that goes on while inconclusive.
+pub const LOOK_EVERY: u64 = 10;
+
+impl AnalysisConfig {
+    /// Judged once at the end of a run (look 1), or, from `cycles`, again every
+    /// [`LOOK_EVERY`] cycles while inconclusive.
+    pub fn looking_from(mut self, cycles: u64) -> Self {
+        self.first_look_cycles = Some(cycles);
+        self
+    }
+
+    /// Which look an analysis of the cycles up to `last_cycle` (0-based) is: 1 up to the first
+    /// look, then one more per [`LOOK_EVERY`] cycles begun.
+    pub fn look_at(&self, last_cycle: u64) -> u64 {
+        match self.first_look_cycles {
+            Some(first) if last_cycle + 1 > first => 1 + (last_cycle + 1 - first).div_ceil(LOOK_EVERY),
+            _ => 1,
+        }
+    }
+
+    /// The one-sided error rate one signal gets at look `look`.
+    pub fn signal_alpha(&self, look: u64) -> f64 {
+        let share = 6.0 / (std::f64::consts::PI.powi(2) * (look.max(1) as f64).powi(2));
+        self.false_positive_rate * share / f64::from(JUDGED_STATISTICAL_SIGNALS)
+    }
+
+    /// The confidence of one signal's two-sided slope interval at look `look` (its lower bound
+    /// decides a leak, one-sided at [`AnalysisConfig::signal_alpha`]).
+    pub fn interval_confidence(&self, look: u64) -> f64 {
+        1.0 - 2.0 * self.signal_alpha(look)
     }
 }
 
@@ -824,7 +880,9 @@ fn hodges_lehmann(x: &[f64], y: &[f64], confidence: f64) -> (f64, f64, f64) {
 /// last close) are given.
 pub fn analyze(cycles: &[CycleSample], baseline: Option<&Sample>, last: Option<&Sample>, cfg: &AnalysisConfig) -> RunVerdict {
     let warmup = cfg.warmup_cycles as u64;
-    let stat = |tolerance: f64| Rule::Statistical { tolerance_per_cycle: tolerance, confidence: cfg.confidence };
+    let look = cfg.look_at(cycles.last().map_or(0, |c| c.cycle));
+    let confidence = cfg.interval_confidence(look);
+    let stat = |tolerance: f64| Rule::Statistical { tolerance_per_cycle: tolerance, confidence };
     let t = &cfg.tolerances;
     let at: Vec<u64> = cycles.iter().map(|c| c.cycle).collect();
     let judge = |signal: &str, unit: &str, values: &[Option<f64>], rule: Rule, warmup: u64| {
@@ -1062,6 +1120,20 @@ mod tests {
         let rate = v.leak_rate.expect("rate");
         assert_eq!(rate.signal, "unexplained_bytes");
         assert!((rate.bytes_per_cycle - 9600.0).abs() < 1.0 && (rate.bytes_per_instance - 300.0).abs() < 0.1, "{rate:?}");
+    }
+
+    #[test]
+    fn the_false_positive_rate_is_spent_over_signals_and_looks() {
+        let once = AnalysisConfig::default();
+        assert_eq!((once.look_at(0), once.look_at(199), once.look_at(799)), (1, 1, 1));
+        let check = AnalysisConfig::default().looking_from(200);
+        assert_eq!((check.look_at(199), check.look_at(209), check.look_at(210), check.look_at(799)), (1, 2, 3, 61));
+        // Every look of every signal, summed, stays within the run's rate.
+        let spent: f64 = (1..=100_000).map(|j| check.signal_alpha(j)).sum::<f64>() * f64::from(JUDGED_STATISTICAL_SIGNALS);
+        assert!(spent <= check.false_positive_rate && spent > 0.9999 * check.false_positive_rate, "{spent}");
+        // Look 1 of one signal: 1% x 6/pi^2 / 7, one-sided.
+        assert!((once.signal_alpha(1) - 0.01 * 0.607_927 / 7.0).abs() < 1e-9);
+        assert!(once.interval_confidence(2) > once.interval_confidence(1));
     }
 
     #[test]

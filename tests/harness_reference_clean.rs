@@ -20,7 +20,7 @@ fn the_reference_store_is_clean_under_faults() {
     cfg.plan = FaultPlan::parse("close.marker=10%,close.flush=5%,work.write=5%,work.scan=5%,open.db=3%,work.malformed=5%")
         .expect("plan");
     cfg.seed = 7;
-    let continuation = Continuation::new(200, cfg.analysis);
+    let continuation = Continuation::new(200, &mut cfg);
     let report = Harness::new(cfg).run_observed(&mut store, &ledger, |p| continuation.observe(p)).expect("run");
     for s in &report.verdict.signals {
         eprintln!("{:<28} {:<12} {:?} [{:?}, {:?}] {}", s.signal, s.verdict.name(), s.slope_per_cycle, s.lower, s.upper, if s.informational { "(informational)" } else { "" });

@@ -794,8 +794,9 @@ pub fn clean_store(name: &str) -> Option<&'static CleanStore> {
 }
 
 fn checked<L: Lifecycle>(store: &mut L, ledger: &Ledger, cfg: &HarnessConfig) -> std::result::Result<HarnessReport, HarnessError> {
-    let harness = Harness::new(cfg.clone());
-    let continuation = super::Continuation::new(CHECK_CYCLES, cfg.analysis);
+    let mut cfg = cfg.clone();
+    let continuation = super::Continuation::new(CHECK_CYCLES, &mut cfg);
+    let harness = Harness::new(cfg);
     harness.run_observed(store, ledger, |p| continuation.observe(p))
 }
 

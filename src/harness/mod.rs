@@ -437,11 +437,14 @@ pub struct Continuation {
 
 impl Continuation {
     /// Cycles between two looks at the verdict past the cycles asked for.
-    pub const EVERY: u64 = 10;
+    pub const EVERY: u64 = crate::verdict::LOOK_EVERY;
 
-    /// Goes on past `cycles` while the verdict under `analysis` is inconclusive.
-    pub fn new(cycles: u64, analysis: AnalysisConfig) -> Self {
-        Continuation { cycles, analysis }
+    /// Goes on past `cycles` while the verdict is inconclusive. Sets `config`'s analysis to
+    /// count the looks from `cycles` (each later look gets a smaller part of the false-positive
+    /// rate, [`AnalysisConfig`]), so the run's final verdict is judged as the look that stopped it.
+    pub fn new(cycles: u64, config: &mut HarnessConfig) -> Self {
+        config.analysis = config.analysis.looking_from(cycles);
+        Continuation { cycles, analysis: config.analysis }
     }
 
     /// Whether the run may stop after the cycle just reported.
@@ -753,10 +756,12 @@ fn verdict_of(
         .collect();
     let fired: BTreeMap<u64, &BTreeMap<String, u64>> = records.iter().map(|r| (r.cycle, &r.faults_fired)).collect();
     let t = &analysis.tolerances;
-    // At 99.9% (split over the points): a fault changes what a cycle does, and with background
-    // work spanning cycles (a long-lived DB's flushes and compactions) that shifts the level's
-    // trajectory a little even with nothing leaked; at 99% one run in 20 named such a point.
-    let confidence = 1.0 - (1.0 - analysis.confidence) / 10.0;
+    // The family's share of the look's rate, a tenth of it (split over the points): a fault
+    // changes what a cycle does, and with background work spanning cycles (a long-lived DB's
+    // flushes and compactions) that shifts the level's trajectory a little even with nothing
+    // leaked; at a full 1% one run in 20 named such a point.
+    let look = analysis.look_at(samples.last().map_or(0, |s| s.cycle));
+    let confidence = 1.0 - (1.0 - analysis.interval_confidence(look)) / 10.0;
     let mut per_firing = crate::verdict::attribute_faults(&levels, &fired, t.bytes_per_firing, confidence);
     // A leak persists, so the level must grow: a fault point is named only when the bytes' slope
     // is above zero (under the tolerance or not). Without growth, what differs after a firing

@@ -662,7 +662,7 @@ impl ReferenceStore {
             }
         }
         if self.config.variant == Variant::CachePinningIteratorLeak {
-            if let Some(seg) = store.segments.values().next() {
+            if let Some(seg) = store.segments.values().next_back() {
                 // Planted: an iterator made past the wrappers, positioned (pinning a block of the
                 // shared cache and the memtables of its version), never released.
                 let cf = seg.cf(task, DATA)?;

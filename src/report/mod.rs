@@ -315,6 +315,14 @@ pub enum ReportError {
         /// The version this build reads.
         expected: u32,
     },
+    /// A samples CSV that does not read back.
+    #[error("samples CSV, line {line}: {problem}")]
+    Samples {
+        /// The line (1-based).
+        line: usize,
+        /// What is wrong there.
+        problem: String,
+    },
 }
 
 fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> ReportError + '_ {
@@ -357,26 +365,49 @@ pub fn prepare_dir(dir: &Path) -> Result<(), ReportError> {
     }
 }
 
+/// The columns of the samples CSV, in order. Columns are only ever added at the end.
+pub const SAMPLES_COLUMNS: [&str; 23] = [
+    "cycle",
+    "monotonic_ns",
+    "allocated_bytes",
+    "resident_bytes",
+    "explained_bytes",
+    "unexplained_bytes",
+    "bookkeeping_bytes",
+    "rocksdb_mem_table_bytes",
+    "rocksdb_table_readers_bytes",
+    "rocksdb_cache_bytes",
+    "rss_bytes",
+    "rss_anon_bytes",
+    "open_fds",
+    "open_fds_under_dir",
+    "maps",
+    "maps_under_dir",
+    "threads",
+    "retained_handles",
+    "settled",
+    "file_maps",
+    "tcache_bytes",
+    "rocksdb_cache_reserved_bytes",
+    "rocksdb_cache_over_capacity_bytes",
+];
+
 /// The CSV of samples: one row per sampled cycle.
 pub fn samples_csv(samples: &[CycleSample]) -> String {
-    let mut out = String::from(
-        "cycle,monotonic_ns,allocated_bytes,resident_bytes,explained_bytes,unexplained_bytes,bookkeeping_bytes,\
-         rocksdb_mem_table_bytes,rocksdb_table_readers_bytes,rocksdb_cache_bytes,rss_bytes,rss_anon_bytes,open_fds,\
-         open_fds_under_dir,maps,maps_under_dir,threads,retained_handles,settled\n",
-    );
+    let mut out = SAMPLES_COLUMNS.join(",");
+    out.push('\n');
     let o = |v: Option<u64>| v.map(|v| v.to_string()).unwrap_or_default();
     let oi = |v: Option<i64>| v.map(|v| v.to_string()).unwrap_or_default();
     for c in samples {
         let s = &c.sample;
         let r = s.rocksdb;
         let p = &s.process;
-        out.push_str(&format!(
-            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
-            c.cycle,
-            s.monotonic_ns,
+        let row = [
+            c.cycle.to_string(),
+            s.monotonic_ns.to_string(),
             o(s.allocated_bytes()),
             o(s.jemalloc.map(|j| j.resident_bytes)),
-            s.explained_bytes(),
+            s.explained_bytes().to_string(),
             oi(s.unexplained_bytes()),
             oi(s.bookkeeping_bytes),
             o(r.map(|r| r.mem_table_total_bytes)),
@@ -389,11 +420,119 @@ pub fn samples_csv(samples: &[CycleSample]) -> String {
             o(p.maps),
             o(p.maps_under_dir),
             o(p.threads),
-            c.retained_handles.values().sum::<u64>(),
-            c.settled
-        ));
+            c.retained_handles.values().sum::<u64>().to_string(),
+            c.settled.to_string(),
+            o(p.file_maps),
+            o(s.jemalloc.map(|j| j.tcache_bytes)),
+            o(r.map(|r| r.cache_reserved_bytes)),
+            o(r.map(|r| r.cache_over_capacity_bytes)),
+        ];
+        out.push_str(&row.join(","));
+        out.push('\n');
     }
     out
+}
+
+/// Reads a samples CSV back into samples, to judge a recorded run again (or to simulate runs
+/// from it). What the CSV does not carry is zero or absent: jemalloc's counters other than
+/// allocated, resident and thread-cache bytes, and retained handles by kind (their sum is kept
+/// under the kind `all`). A CSV from before the thread-cache column gets the thread caches back
+/// as explained bytes less RocksDB's part and the bookkeeping.
+///
+/// # Errors
+/// [`ReportError::Samples`] naming the line and the problem: no header, a column missing from
+/// the header, a row of the wrong width, a value that is not a number.
+pub fn parse_samples_csv(text: &str) -> Result<Vec<CycleSample>, ReportError> {
+    let bad = |line: usize, problem: String| ReportError::Samples { line, problem };
+    let mut lines = text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty());
+    let (_, header) = lines.next().ok_or_else(|| bad(1, "empty: no header".to_string()))?;
+    let names: Vec<&str> = header.split(',').map(str::trim).collect();
+    for required in ["cycle", "allocated_bytes", "explained_bytes"] {
+        if !names.contains(&required) {
+            return Err(bad(1, format!("no column {required} in the header")));
+        }
+    }
+    let at = |name: &str| names.iter().position(|n| *n == name);
+    let mut out = Vec::new();
+    for (i, line) in lines {
+        let n = i + 1;
+        let fields: Vec<&str> = line.split(',').map(str::trim).collect();
+        if fields.len() != names.len() {
+            return Err(bad(n, format!("{} fields, the header has {}", fields.len(), names.len())));
+        }
+        let opt = |name: &str| -> Result<Option<i64>, ReportError> {
+            match at(name).map(|k| fields[k]) {
+                None | Some("") => Ok(None),
+                Some(v) => v.parse::<i64>().map(Some).map_err(|_| bad(n, format!("{name}: {v:?} is not an integer"))),
+            }
+        };
+        let u = |name: &str| -> Result<Option<u64>, ReportError> {
+            opt(name)?.map(|v| u64::try_from(v).map_err(|_| bad(n, format!("{name}: {v} is negative")))).transpose()
+        };
+        let cycle = u("cycle")?.ok_or_else(|| bad(n, "cycle: empty".to_string()))?;
+        let rocksdb = match u("rocksdb_mem_table_bytes")? {
+            Some(mem) => Some(crate::probe::RocksDbMemory {
+                mem_table_total_bytes: mem,
+                mem_table_unflushed_bytes: 0,
+                table_readers_total_bytes: u("rocksdb_table_readers_bytes")?.unwrap_or(0),
+                cache_total_bytes: u("rocksdb_cache_bytes")?.unwrap_or(0),
+                cache_reserved_bytes: u("rocksdb_cache_reserved_bytes")?.unwrap_or(0),
+                cache_over_capacity_bytes: u("rocksdb_cache_over_capacity_bytes")?.unwrap_or(0),
+            }),
+            None => None,
+        };
+        let bookkeeping_bytes = opt("bookkeeping_bytes")?;
+        let jemalloc = match u("allocated_bytes")? {
+            Some(allocated) => {
+                let tcache = match u("tcache_bytes")? {
+                    Some(t) => t,
+                    None => {
+                        let explained = opt("explained_bytes")?.unwrap_or(0);
+                        let rest = rocksdb.map_or(0, |r| r.explained_bytes() as i64) + bookkeeping_bytes.unwrap_or(0);
+                        (explained - rest).max(0) as u64
+                    }
+                };
+                let resident = u("resident_bytes")?;
+                Some(crate::probe::JemallocStats {
+                    allocated_bytes: allocated,
+                    active_bytes: 0,
+                    resident_bytes: resident.unwrap_or(0),
+                    mapped_bytes: 0,
+                    retained_bytes: 0,
+                    metadata_bytes: 0,
+                    purged: resident.is_some(),
+                    tcache_bytes: tcache,
+                })
+            }
+            None => None,
+        };
+        let process = crate::probe::ProcessStats {
+            rss_bytes: u("rss_bytes")?,
+            rss_anon_bytes: u("rss_anon_bytes")?,
+            threads: u("threads")?,
+            open_fds: u("open_fds")?,
+            open_fds_under_dir: u("open_fds_under_dir")?,
+            maps: u("maps")?,
+            maps_under_dir: u("maps_under_dir")?,
+            file_maps: u("file_maps")?,
+        };
+        let sample = crate::probe::Sample {
+            monotonic_ns: u("monotonic_ns")?.unwrap_or(0),
+            jemalloc,
+            process,
+            rocksdb,
+            bookkeeping_bytes,
+        };
+        let retained: BTreeMap<String, u64> =
+            u("retained_handles")?.filter(|&r| r > 0).map(|r| ("all".to_string(), r)).into_iter().collect();
+        let settled = match at("settled").map(|k| fields[k]) {
+            None | Some("true") => true,
+            Some("false") => false,
+            Some(v) => return Err(bad(n, format!("settled: {v:?} is not true or false"))),
+        };
+        out.push(CycleSample::new(cycle, sample, retained, settled));
+    }
+    Ok(out)
 }
 
 /// Writes the report and the samples CSV into `dir`, each atomically.
@@ -480,5 +619,112 @@ pub fn compare(old: &RunReport, new: &RunReport, limits: CompareLimits) -> Compa
         rates: (rate(old), rate(new)),
         ms_per_cycle: (old.ms_per_cycle, new.ms_per_cycle),
         regressions,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::probe::{JemallocStats, ProcessStats, RocksDbMemory, Sample};
+    use crate::verdict::{analyze, AnalysisConfig};
+
+    fn sample(c: u64) -> CycleSample {
+        let jemalloc = JemallocStats {
+            allocated_bytes: 10_000_000 + 300 * c + (c * 7919) % 2000,
+            active_bytes: 0,
+            resident_bytes: 20_000_000 + 4096 * (c % 3),
+            mapped_bytes: 0,
+            retained_bytes: 0,
+            metadata_bytes: 0,
+            purged: true,
+            tcache_bytes: (c * 104_729) % 50_000,
+        };
+        let rocksdb = RocksDbMemory {
+            mem_table_total_bytes: 65_536 * (c % 4),
+            mem_table_unflushed_bytes: 0,
+            table_readers_total_bytes: 1000,
+            cache_total_bytes: 600_000,
+            cache_reserved_bytes: 262_144,
+            cache_over_capacity_bytes: 3,
+        };
+        let process = ProcessStats {
+            rss_bytes: Some(40 << 20),
+            rss_anon_bytes: Some(30 << 20),
+            threads: Some(7),
+            open_fds: Some(12 + c % 2),
+            open_fds_under_dir: Some(0),
+            maps: Some(80),
+            maps_under_dir: Some(0),
+            file_maps: Some(25),
+        };
+        let s = Sample { monotonic_ns: c * 1000, jemalloc: Some(jemalloc), process, rocksdb: Some(rocksdb), bookkeeping_bytes: Some(4096 + 64 * c as i64) };
+        let handles = if c == 70 { [("Options".to_string(), 2)].into_iter().collect() } else { BTreeMap::new() };
+        CycleSample::new(c, s, handles, c != 3)
+    }
+
+    #[test]
+    fn samples_read_back_from_their_csv_judge_as_before() {
+        let samples: Vec<CycleSample> = (0..150).map(sample).collect();
+        let back = parse_samples_csv(&samples_csv(&samples)).expect("parse");
+        assert_eq!(back.len(), samples.len());
+        for (a, b) in samples.iter().zip(&back) {
+            assert_eq!((a.cycle, a.settled), (b.cycle, b.settled));
+            assert_eq!(a.sample.unexplained_bytes(), b.sample.unexplained_bytes());
+            assert_eq!(a.sample.explained_bytes(), b.sample.explained_bytes());
+            assert_eq!(a.sample.process, b.sample.process);
+            assert_eq!(a.retained_handles.values().sum::<u64>(), b.retained_handles.values().sum::<u64>());
+        }
+        let cfg = AnalysisConfig::default();
+        let (v, w) = (analyze(&samples, None, None, &cfg), analyze(&back, None, None, &cfg));
+        assert_eq!(v.verdict, w.verdict);
+        for s in &v.signals {
+            // Handles by kind come back as their sum, under the kind `all`.
+            let name = s.signal.replace("live_handles.Options", "live_handles.all");
+            let t = w.signal(&name).unwrap_or_else(|| panic!("{name} lost"));
+            assert_eq!((s.verdict, s.slope_per_cycle, s.lower, s.max_residue), (t.verdict, t.slope_per_cycle, t.lower, t.max_residue), "{name}");
+        }
+    }
+
+    #[test]
+    fn an_older_csv_gets_its_thread_caches_back_from_the_explained_bytes() {
+        // Before these columns there were no reservations either.
+        let samples: Vec<CycleSample> = (0..5)
+            .map(|c| {
+                let mut s = sample(c);
+                s.sample.rocksdb = s.sample.rocksdb.map(|r| RocksDbMemory { cache_reserved_bytes: 0, cache_over_capacity_bytes: 0, ..r });
+                s
+            })
+            .collect();
+        let text = samples_csv(&samples);
+        let keep = SAMPLES_COLUMNS.iter().position(|c| *c == "file_maps").expect("column");
+        let old: String = text.lines().map(|l| l.split(',').take(keep).collect::<Vec<_>>().join(",") + "\n").collect();
+        let back = parse_samples_csv(&old).expect("parse");
+        for (a, b) in samples.iter().zip(&back) {
+            assert_eq!(a.sample.explained_bytes() - a.sample.rocksdb.map_or(0, |r| r.explained_bytes() as i64),
+                b.sample.explained_bytes() - b.sample.rocksdb.map_or(0, |r| r.explained_bytes() as i64));
+            assert_eq!(b.sample.process.file_maps, None);
+        }
+    }
+
+    #[test]
+    fn a_bad_csv_names_its_line_and_problem() {
+        let header = SAMPLES_COLUMNS.join(",");
+        let row = samples_csv(&[sample(1)]).lines().nth(1).expect("row").to_string();
+        let cases = [
+            (String::new(), 1, "no header"),
+            ("cycle,monotonic_ns\n1,2\n".to_string(), 1, "no column allocated_bytes"),
+            (format!("{header}\n{row}\n1,2\n"), 3, "2 fields"),
+            (format!("{header}\n{}\n", row.replacen("1,", "x,", 1)), 2, "cycle: \"x\" is not an integer"),
+            (format!("{header}\n{}\n", row.replace(",true,", ",maybe,")), 2, "settled"),
+        ];
+        for (text, line, problem) in cases {
+            match parse_samples_csv(&text) {
+                Err(ReportError::Samples { line: l, problem: p }) => {
+                    assert_eq!(l, line, "{p}");
+                    assert!(p.contains(problem), "{p:?} should say {problem:?}");
+                }
+                other => panic!("{text:?}: {other:?}"),
+            }
+        }
     }
 }

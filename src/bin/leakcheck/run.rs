@@ -206,8 +206,8 @@ pub fn run(command: &str, args: RunArgs) -> Result<ExitCode> {
     if args.simulate_invisible_allocations {
         hc.allocator_check = || Err("simulated (--simulate-invisible-allocations): C malloc is not routed to jemalloc".to_string());
     }
+    let continuation = Continuation::new(cycles, &mut hc);
     let analysis = hc.analysis;
-    let continuation = Continuation::new(cycles, analysis);
     let harness = Harness::new(hc);
 
     let total = (cycles != u64::MAX).then_some(cycles);
