@@ -67,6 +67,9 @@ pub struct Slope {
     pub autocorrelation: f64,
     /// A single level shift found at this cycle (after warm-up), left out of the slope.
     pub step_at: Option<usize>,
+    /// The size of that level shift (the medians' difference either side of it), in the
+    /// signal's unit.
+    pub step_size: Option<f64>,
 }
 
 /// The least evidence a statistical signal needs before it may say clean or leak. Below it the
@@ -151,7 +154,8 @@ pub fn theil_sen_at(cycles: &[f64], values: &[f64], confidence: f64) -> Option<S
         points: e.points,
         block,
         autocorrelation: e.autocorrelation,
-        step_at: e.step.map(|k| used.x[k].round().max(0.0) as usize),
+        step_at: e.step.map(|(k, _)| used.x[k].round().max(0.0) as usize),
+        step_size: e.step.map(|(_, jump)| jump),
     })
 }
 
@@ -176,7 +180,7 @@ struct Estimate {
     points: usize,
     autocorrelation: f64,
     /// Index of the first point after a level shift.
-    step: Option<usize>,
+    step: Option<(usize, f64)>,
     residuals: Vec<f64>,
 }
 
@@ -187,7 +191,7 @@ fn estimate(p: &Points, confidence: f64) -> Option<Estimate> {
         return None;
     }
     let step = find_step(y);
-    let same_side = |i: usize, j: usize| step.is_none_or(|k| (i < k) == (j < k));
+    let same_side = |i: usize, j: usize| step.is_none_or(|(k, _)| (i < k) == (j < k));
     let mut slopes = Vec::with_capacity(n * (n - 1) / 2);
     for i in 0..n {
         for j in i + 1..n {
@@ -205,7 +209,7 @@ fn estimate(p: &Points, confidence: f64) -> Option<Estimate> {
     // Residual lag-1 autocorrelation around the fitted line; positive correlation means fewer
     // independent points than it seems (effective n = n (1 - r) / (1 + r)).
     let segments: Vec<std::ops::Range<usize>> = match step {
-        Some(k) => vec![0..k, k..n],
+        Some((k, _)) => vec![0..k, k..n],
         None => std::iter::once(0..n).collect(),
     };
     let mut residuals = Vec::with_capacity(n);
@@ -256,7 +260,7 @@ fn detect_period(r: &[f64]) -> Option<usize> {
 /// points on either side differ most, kept only when that jump is more than 8 times the noise
 /// (from the median absolute first difference) and more than 4 times the typical jump at other
 /// splits (a linear trend has the same jump everywhere; a step has one).
-fn find_step(y: &[f64]) -> Option<usize> {
+fn find_step(y: &[f64]) -> Option<(usize, f64)> {
     let n = y.len();
     let w = (n / 20).max(3);
     if n < 4 * w {
@@ -274,7 +278,7 @@ fn find_step(y: &[f64]) -> Option<usize> {
     let jumps: Vec<(usize, f64)> = (w..=n - w).map(|k| (k, median(&y[k..k + w]) - median(&y[k - w..k]))).collect();
     let (k, best) = jumps.iter().copied().max_by(|a, b| a.1.abs().total_cmp(&b.1.abs()))?;
     let typical = median(&jumps.iter().map(|(_, j)| j.abs()).collect::<Vec<_>>());
-    (best.abs() > 8.0 * noise && best.abs() > 4.0 * typical && best.abs() > 0.0).then_some(k)
+    (best.abs() > 8.0 * noise && best.abs() > 4.0 * typical && best.abs() > 0.0).then_some((k, best))
 }
 
 fn median_sorted(v: &[f64]) -> f64 {
@@ -373,9 +377,14 @@ pub struct SignalVerdict {
     /// Exact: the first cycle (0-based) with a residue.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub first_cycle_with_residue: Option<usize>,
-    /// Statistical: a single level shift found at this cycle and left out of the slope.
+    /// Statistical: a single level shift found at this cycle and left out of the slope. Past the
+    /// warm-up it is a retention finding: memory kept once (a pool or cache filling, or a leak
+    /// that happened once), reported, not a per-cycle leak.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub step_at_cycle: Option<usize>,
+    /// Statistical: the size of that shift, in the signal's unit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step_size: Option<f64>,
     /// Shown for reference but not part of the run's verdict (raw byte signals, when RocksDB's
     /// accounting explains part of them and the net signals are judged instead).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -422,6 +431,7 @@ pub fn judge_at(
         max_residue: None,
         first_cycle_with_residue: None,
         step_at_cycle: None,
+        step_size: None,
         informational: false,
         growth_below_tolerance: false,
     };
@@ -448,6 +458,7 @@ pub fn judge_at(
                 v.lower = Some(s.lower);
                 v.upper = Some(s.upper);
                 v.step_at_cycle = s.step_at;
+                v.step_size = s.step_size;
             }
             let short = evidence_short(cycles, &xs, warmup_cycles, evidence);
             let Some(s) = slope.filter(|_| short.is_none()) else {
@@ -856,6 +867,7 @@ pub fn attribute_faults(
             max_residue: None,
             first_cycle_with_residue: None,
             step_at_cycle: None,
+        step_size: None,
             informational: false,
             growth_below_tolerance: verdict == Verdict::Clean && lower > 0.0,
         });
@@ -1120,6 +1132,25 @@ mod tests {
         let rate = v.leak_rate.expect("rate");
         assert_eq!(rate.signal, "unexplained_bytes");
         assert!((rate.bytes_per_cycle - 9600.0).abs() < 1.0 && (rate.bytes_per_instance - 300.0).abs() < 0.1, "{rate:?}");
+    }
+
+    #[test]
+    fn a_one_time_step_past_the_warm_up_is_reported_as_retention_not_a_slope() {
+        let cfg = AnalysisConfig::default();
+        // Flat with a little noise, then 50 KB kept once at cycle 100.
+        let level = |c: u64| 10_000_000 + (c * 7919) % 300 + if c >= 100 { 50_000 } else { 0 };
+        let cycles: Vec<CycleSample> =
+            (0..200).map(|c| CycleSample::new(c, sample(level(c), Some(0)), BTreeMap::new(), true)).collect();
+        let v = analyze(&cycles, None, None, &cfg);
+        let bytes = v.signal("unexplained_bytes").expect("signal");
+        assert_eq!(bytes.verdict, Verdict::Clean, "{bytes:?}");
+        assert_eq!(bytes.step_at_cycle, Some(100), "{bytes:?}");
+        assert!(bytes.step_size.is_some_and(|s| (s - 50_000.0).abs() < 500.0), "{bytes:?}");
+        // Without the step, nothing to report.
+        let flat: Vec<CycleSample> =
+            (0..200).map(|c| CycleSample::new(c, sample(level(c) - if c >= 100 { 50_000 } else { 0 }, Some(0)), BTreeMap::new(), true)).collect();
+        let v = analyze(&flat, None, None, &cfg);
+        assert_eq!(v.signal("unexplained_bytes").and_then(|s| s.step_at_cycle), None);
     }
 
     #[test]

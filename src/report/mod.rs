@@ -70,6 +70,13 @@ pub struct SignalEntry {
     /// A warning, not a leak.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub growth_below_tolerance: bool,
+    /// Statistical: a one-time level shift past the warm-up, left out of the slope (a retention
+    /// finding: memory kept once), at this cycle ...
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step_at_cycle: Option<usize>,
+    /// ... and of this size, in the signal's unit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step_size: Option<f64>,
 }
 
 impl SignalEntry {
@@ -94,6 +101,8 @@ impl SignalEntry {
             max_residue: v.max_residue,
             first_cycle_with_residue: v.first_cycle_with_residue,
             growth_below_tolerance: v.growth_below_tolerance,
+            step_at_cycle: v.step_at_cycle,
+            step_size: v.step_size,
         }
     }
 }

@@ -344,6 +344,16 @@ fn print_table(r: &RunReport) {
     if r.signals.iter().any(|e| e.growth_below_tolerance && !e.informational) {
         println!("warning: \"clean (grows)\": growth below the tolerance, yet growth (the interval lies above zero)");
     }
+    for e in r.signals.iter().filter(|e| !e.informational) {
+        if let (Some(at), Some(size)) = (e.step_at_cycle, e.step_size) {
+            println!(
+                "retention: {} shifted once by {} at cycle {at}, left out of the slope (memory kept once: a pool or cache \
+                 filling, or a leak that happened once)",
+                e.name,
+                fmt_num(Some(size), &e.unit)
+            );
+        }
+    }
     for e in r.signals.iter().filter(|e| e.verdict == Verdict::Inconclusive && !e.informational) {
         if let Some(n) = e.more_cycles_needed {
             println!("{}: inconclusive, about {n} more cycles needed", e.name);
