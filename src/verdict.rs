@@ -846,33 +846,40 @@ pub fn attribute_faults(
         if only.len() < MIN_FIRING_CYCLES || clean.len() < 2 * MIN_FIRING_CYCLES {
             continue;
         }
-        let (shift, lower, upper) = hodges_lehmann(&only, &clean, 1.0 - alpha);
-        let verdict = if lower > tolerance_per_firing {
-            Verdict::Leak
-        } else if upper < tolerance_per_firing {
-            Verdict::Clean
-        } else {
-            Verdict::Inconclusive
-        };
-        out.push(SignalVerdict {
-            signal: format!("{PER_FIRING_PREFIX}{point}"),
-            unit: "B".to_string(),
-            verdict,
-            rule: Rule::Statistical { tolerance_per_cycle: tolerance_per_firing, confidence: 1.0 - alpha },
-            cycles: only.len(),
-            slope_per_cycle: Some(shift),
-            lower: Some(lower),
-            upper: Some(upper),
-            more_cycles_needed: None,
-            max_residue: None,
-            first_cycle_with_residue: None,
-            step_at_cycle: None,
-        step_size: None,
-            informational: false,
-            growth_below_tolerance: verdict == Verdict::Clean && lower > 0.0,
-        });
+        out.push(shift_verdict(format!("{PER_FIRING_PREFIX}{point}"), &only, &clean, tolerance_per_firing, 1.0 - alpha));
     }
     out
+}
+
+/// The Hodges-Lehmann shift of `changed` over `reference` (bytes per cycle or per firing),
+/// judged against `tolerance`: a leak when its interval at `confidence` lies above it, clean when
+/// below, inconclusive between.
+pub(crate) fn shift_verdict(signal: String, changed: &[f64], reference: &[f64], tolerance: f64, confidence: f64) -> SignalVerdict {
+    let (shift, lower, upper) = hodges_lehmann(changed, reference, confidence);
+    let verdict = if lower > tolerance {
+        Verdict::Leak
+    } else if upper < tolerance {
+        Verdict::Clean
+    } else {
+        Verdict::Inconclusive
+    };
+    SignalVerdict {
+        signal,
+        unit: "B".to_string(),
+        verdict,
+        rule: Rule::Statistical { tolerance_per_cycle: tolerance, confidence },
+        cycles: changed.len(),
+        slope_per_cycle: Some(shift),
+        lower: Some(lower),
+        upper: Some(upper),
+        more_cycles_needed: None,
+        max_residue: None,
+        first_cycle_with_residue: None,
+        step_at_cycle: None,
+        step_size: None,
+        informational: false,
+        growth_below_tolerance: verdict == Verdict::Clean && lower > 0.0,
+    }
 }
 
 /// Hodges-Lehmann estimate of the shift of `x` over `y` (the median of all differences), with

@@ -1,6 +1,7 @@
 //! The reference store through the automatic single- and pair-fault matrix: after every cycle,
 //! zero retained handles, exactly the declared shared ones live, no swallowed close error, every
-//! segment reopens (no LOCK held), no committed record lost.
+//! segment reopens (no LOCK held), no committed record lost; and no plan's bytes a leak against
+//! clean cycles. Process-wide measurement: one test in this file.
 #![cfg(feature = "rocksdb")]
 
 use leakcheck::harness::reference::{ReferenceConfig, ReferenceStore, FAULT_POINTS};
@@ -24,6 +25,11 @@ fn every_single_and_pair_fault_leaves_nothing_behind() {
     let n = matrix.points.len();
     assert_eq!(matrix.entries.len(), 3 * n + n * (n - 1) / 2);
 
+    for e in &matrix.entries {
+        if let Some(b) = &e.bytes {
+            eprintln!("{:<42} {:<12} {:?} [{:?}, {:?}]", e.plan, b.verdict.name(), b.slope_per_cycle, b.lower, b.upper);
+        }
+    }
     let mut panicked_in_close = 0;
     let mut failed_closes = 0;
     for e in &matrix.entries {
@@ -34,6 +40,9 @@ fn every_single_and_pair_fault_leaves_nothing_behind() {
         assert_eq!(r.integrity.lost_records, 0, "{}", e.plan);
         assert_eq!((r.integrity.locks_held, r.integrity.reopen_failures), (0, 0), "{}: reopen after a faulted close", e.plan);
         assert!(e.clean, "{}", e.plan);
+        assert_eq!(e.repeats, 6, "{}", e.plan);
+        let bytes = e.bytes.as_ref().unwrap_or_else(|| panic!("{}: bytes not judged", e.plan));
+        assert_ne!(bytes.verdict, Verdict::Leak, "{}: {bytes:?}", e.plan);
         if e.plan.starts_with("close.") && e.plan.ends_with(":panic") {
             panicked_in_close += matches!(r.close, leakcheck::harness::Phase::Panic(_)) as u32;
         }
@@ -41,6 +50,7 @@ fn every_single_and_pair_fault_leaves_nothing_behind() {
     }
     assert!(panicked_in_close >= 2, "close.marker and close.flush panics must be exercised");
     assert!(failed_closes > 0);
+    assert!(matrix.clean_cycles_unclean.is_none(), "{:?}", matrix.clean_cycles_unclean);
     assert_eq!(matrix.verdict(), Verdict::Clean);
     // Exactly the declared shared handles are live: one cache and one write buffer manager per task.
     assert_eq!(ledger.live(HandleKind::Cache), tasks);

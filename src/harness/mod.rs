@@ -253,6 +253,9 @@ pub struct HarnessConfig {
     /// Keep every cycle's full record in the report. A long soak passes each full record to the
     /// observer and keeps only [`CycleRecord::stripped`] ones.
     pub keep_records: bool,
+    /// [`Harness::fault_matrix`]: cycles run under each plan, to judge its bytes against clean
+    /// cycles (at least [`MIN_MATRIX_REPEATS`]; fewer skips the bytes judgement).
+    pub matrix_repeats: u32,
     /// Run before the first cycle: proves that native (C and C++) allocations show in jemalloc's
     /// counters. When it fails, the byte signals are unavailable and the run cannot be clean
     /// ([`RunVerdict::mark_bytes_unavailable`]). Default: [`native_allocations_visible`].
@@ -284,6 +287,7 @@ impl Default for HarnessConfig {
             plan: FaultPlan::none(),
             seed: 0,
             keep_records: true,
+            matrix_repeats: 6,
             allocator_check: native_allocations_visible,
         }
     }
@@ -596,27 +600,118 @@ impl Harness {
     }
 
     /// The automatic fault matrix: one recording cycle finds every fault point a clean cycle
-    /// passes; then one cycle per plan of [`matrix_plans`] (each point failing always, on its 2nd
-    /// call, or panicking; each pair failing), each checked for zero retained handles, no
-    /// swallowed close error and intact data.
+    /// passes; then, after the warm-up's clean cycles, each plan of [`matrix_plans`] (each point
+    /// failing always, on its 2nd call, or panicking; each pair failing) runs
+    /// `matrix_repeats` times, each time followed by a clean cycle. Every cycle is checked for
+    /// zero retained handles, no swallowed close error and intact data; and each plan's bytes:
+    /// the change in unexplained bytes over its cycle and the clean one after it (so memory a
+    /// failure holds only until the next cycle does not count) against the same change over two
+    /// clean cycles (a pair after every third plan), as a Hodges-Lehmann shift per cycle under
+    /// the plan, a leak above `tolerances.bytes_per_firing` at the run's error rate split over
+    /// the plans.
     pub fn fault_matrix<L: Lifecycle>(&self, store: &mut L, ledger: &Ledger) -> MatrixReport {
         quiet_injected_panics();
         let cfg = &self.config;
+        // The bytes need no directory; a directory that cannot be watched only loses the
+        // per-directory counts, which the matrix does not judge.
+        let probe = store.data_dir().and_then(|d| Probe::new().watch_dir(d).ok()).unwrap_or_default();
+        let bytes_visible = (cfg.allocator_check)().is_ok();
         let recorder = Faults::recording(&FaultPlan::none(), cfg.seed);
         let mut swallowed_total = ledger.swallowed_count();
         let mut bk = Bookkeeping::new();
         let mut patience = Patience { patient: true };
         let discovery = run_cycle(store, ledger, &recorder, 0, cfg, &mut swallowed_total, &mut bk, &mut patience);
         let points: BTreeSet<String> = recorder.passed().into_keys().collect();
-        let mut entries = Vec::new();
-        for (i, plan) in matrix_plans(&points).into_iter().enumerate() {
-            let faults = Faults::new(&plan, cfg.seed);
-            let record = run_cycle(store, ledger, &faults, i as u64 + 1, cfg, &mut swallowed_total, &mut bk, &mut patience);
-            entries.push(MatrixEntry { plan: plan.to_string(), clean: record_clean(&record), record });
+        let plans = matrix_plans(&points);
+        let clean = Faults::new(&FaultPlan::none(), cfg.seed);
+        let mut cycle = 1;
+        let mut run = |store: &mut L, faults: &Faults, bk: &mut Bookkeeping| {
+            let record = run_cycle(store, ledger, faults, cycle, cfg, &mut swallowed_total, bk, &mut patience);
+            cycle += 1;
+            record
+        };
+        let level = |store: &L, bk: &Bookkeeping| -> Option<f64> {
+            let mut s = probe.settled_sample(cfg.settle).sample;
+            s.rocksdb = store.rocksdb_memory();
+            s.bookkeeping_bytes = bk.bytes();
+            s.unexplained_bytes().filter(|_| bytes_visible).map(|v| v as f64)
+        };
+        let mut first_unclean: Vec<Option<CycleRecord>> = vec![None; plans.len()];
+        let mut first: Vec<Option<CycleRecord>> = vec![None; plans.len()];
+        let mut changes: Vec<Vec<f64>> = bk.track(|| vec![Vec::with_capacity(cfg.matrix_repeats as usize); plans.len()]);
+        let mut reference: Vec<f64> = bk.track(|| Vec::with_capacity(cfg.matrix_repeats as usize * plans.len() / 3 + 1));
+        let mut warmup_unclean = None;
+        let judged = cfg.matrix_repeats >= MIN_MATRIX_REPEATS;
+        if judged {
+            for _ in 0..cfg.analysis.warmup_cycles {
+                let r = run(store, &clean, &mut bk);
+                keep_if_unclean(&mut bk, &mut warmup_unclean, r);
+            }
         }
-        MatrixReport { points: points.into_iter().collect(), discovery, entries }
+        for round in 0..cfg.matrix_repeats.max(1) {
+            for (i, plan) in plans.iter().enumerate() {
+                let before = level(store, &bk);
+                // The plan's state and the records are the harness's memory: made, kept or
+                // dropped inside its bookkeeping, before the level is read.
+                let faults = bk.track(|| Faults::new(plan, cfg.seed.wrapping_add(u64::from(round))));
+                let record = run(store, &faults, &mut bk);
+                let after_clean = run(store, &clean, &mut bk);
+                bk.track(|| {
+                    drop(faults);
+                    for r in [record, after_clean] {
+                        if !record_clean(&r) && first_unclean[i].is_none() {
+                            first_unclean[i] = Some(r.clone());
+                        }
+                        if first[i].is_none() {
+                            first[i] = Some(r);
+                        }
+                    }
+                });
+                let after = level(store, &bk);
+                if let Some(d) = before.zip(after).map(|(b, a)| a - b) {
+                    bk.track(|| changes[i].push(d));
+                }
+                if judged && i % 3 == 2 {
+                    let before = level(store, &bk);
+                    for _ in 0..2 {
+                        let r = run(store, &clean, &mut bk);
+                        keep_if_unclean(&mut bk, &mut warmup_unclean, r);
+                    }
+                    if let Some(d) = before.zip(level(store, &bk)).map(|(b, a)| a - b) {
+                        bk.track(|| reference.push(d));
+                    }
+                }
+            }
+        }
+        let confidence = 1.0 - (1.0 - cfg.analysis.interval_confidence(1)) / plans.len().max(1) as f64;
+        let tolerance = cfg.analysis.tolerances.bytes_per_firing;
+        let entries = plans
+            .iter()
+            .enumerate()
+            .map(|(i, plan)| {
+                let bytes = (judged && changes[i].len() >= MIN_MATRIX_REPEATS as usize && reference.len() >= MIN_MATRIX_REPEATS as usize)
+                    .then(|| crate::verdict::shift_verdict(format!("matrix_bytes.{plan}"), &changes[i], &reference, tolerance, confidence));
+                let records_clean = first_unclean[i].is_none();
+                let leaks_bytes = bytes.as_ref().is_some_and(|b| b.verdict == Verdict::Leak);
+                let record = first_unclean[i].take().or_else(|| first[i].take()).unwrap_or_else(|| discovery.clone());
+                MatrixEntry { plan: plan.to_string(), clean: records_clean && !leaks_bytes, record, bytes, repeats: cfg.matrix_repeats.max(1) }
+            })
+            .collect();
+        MatrixReport { points: points.into_iter().collect(), discovery, entries, clean_cycles_unclean: warmup_unclean }
     }
 }
+
+/// Keeps `r` in `slot` if it is the first unclean one, else drops it, inside the bookkeeping.
+fn keep_if_unclean(bk: &mut Bookkeeping, slot: &mut Option<CycleRecord>, r: CycleRecord) {
+    bk.track(|| {
+        if !record_clean(&r) && slot.is_none() {
+            *slot = Some(r);
+        }
+    });
+}
+
+/// The fewest repeats of a plan (and clean pairs) that the matrix judges bytes from.
+pub const MIN_MATRIX_REPEATS: u32 = 5;
 
 fn record_clean(r: &CycleRecord) -> bool {
     r.retained_handles.is_empty()
@@ -786,10 +881,18 @@ fn verdict_of(
 pub struct MatrixEntry {
     /// The plan.
     pub plan: String,
-    /// Zero retained handles, no swallowed close error, intact data.
+    /// Zero retained handles, no swallowed close error and intact data after every cycle of the
+    /// plan and the clean cycle after it, and its bytes not a leak.
     pub clean: bool,
-    /// The cycle.
+    /// The first cycle that was not clean, else the plan's first cycle.
     pub record: CycleRecord,
+    /// Bytes per cycle under the plan against clean cycles (None: too few repeats, or native
+    /// allocations not visible).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes: Option<crate::verdict::SignalVerdict>,
+    /// Cycles run under the plan.
+    #[serde(default)]
+    pub repeats: u32,
 }
 
 /// The fault matrix's result.
@@ -802,6 +905,9 @@ pub struct MatrixReport {
     pub discovery: CycleRecord,
     /// One entry per plan.
     pub entries: Vec<MatrixEntry>,
+    /// The first clean cycle (of the warm-up or a reference pair) that was not clean.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clean_cycles_unclean: Option<CycleRecord>,
 }
 
 impl MatrixReport {
@@ -812,7 +918,7 @@ impl MatrixReport {
 
     /// The matrix's verdict: clean when the discovery cycle and every entry are.
     pub fn verdict(&self) -> Verdict {
-        if record_clean(&self.discovery) && self.failures().is_empty() {
+        if record_clean(&self.discovery) && self.clean_cycles_unclean.is_none() && self.failures().is_empty() {
             Verdict::Clean
         } else {
             Verdict::Leak
