@@ -395,6 +395,29 @@ pub struct SignalVerdict {
     pub growth_below_tolerance: bool,
 }
 
+impl SignalVerdict {
+    /// A signal judged under `rule` with nothing decided yet: inconclusive, no figures.
+    fn undecided(signal: String, unit: &str, rule: Rule) -> Self {
+        SignalVerdict {
+            signal,
+            unit: unit.to_string(),
+            verdict: Verdict::Inconclusive,
+            rule,
+            cycles: 0,
+            slope_per_cycle: None,
+            lower: None,
+            upper: None,
+            more_cycles_needed: None,
+            max_residue: None,
+            first_cycle_with_residue: None,
+            step_at_cycle: None,
+            step_size: None,
+            informational: false,
+            growth_below_tolerance: false,
+        }
+    }
+}
+
 /// Judges one series taken at cycles 0, 1, 2, … (`None` where the signal could not be read),
 /// with the default [`Evidence`] floor. See [`judge_at`].
 pub fn judge(signal: &str, unit: &str, values: &[Option<f64>], rule: Rule, warmup: usize) -> SignalVerdict {
@@ -418,23 +441,7 @@ pub fn judge_at(
     warmup_cycles: u64,
     evidence: Evidence,
 ) -> SignalVerdict {
-    let mut v = SignalVerdict {
-        signal: signal.to_string(),
-        unit: unit.to_string(),
-        verdict: Verdict::Inconclusive,
-        rule,
-        cycles: 0,
-        slope_per_cycle: None,
-        lower: None,
-        upper: None,
-        more_cycles_needed: None,
-        max_residue: None,
-        first_cycle_with_residue: None,
-        step_at_cycle: None,
-        step_size: None,
-        informational: false,
-        growth_below_tolerance: false,
-    };
+    let mut v = SignalVerdict::undecided(signal.to_string(), unit, rule);
     let readable = cycles.iter().zip(values).filter_map(|(c, x)| x.map(|x| (*c, x)));
     match rule {
         Rule::Exact { expected } => {
@@ -465,15 +472,12 @@ pub fn judge_at(
                 v.more_cycles_needed = Some(short.unwrap_or(1).max(1));
                 return v;
             };
-            v.verdict = if s.lower > tolerance_per_cycle {
-                Verdict::Leak
-            } else if s.upper < tolerance_per_cycle {
-                v.growth_below_tolerance = s.lower > 0.0;
-                Verdict::Clean
-            } else {
-                v.more_cycles_needed = more_cycles(&s, &xs, tolerance_per_cycle);
-                Verdict::Inconclusive
-            };
+            v.verdict = against_tolerance(s.lower, s.upper, tolerance_per_cycle);
+            match v.verdict {
+                Verdict::Clean => v.growth_below_tolerance = s.lower > 0.0,
+                Verdict::Inconclusive => v.more_cycles_needed = more_cycles(&s, &xs, tolerance_per_cycle),
+                Verdict::Leak => {}
+            }
         }
     }
     v
@@ -667,6 +671,12 @@ impl AnalysisConfig {
     pub fn interval_confidence(&self, look: u64) -> f64 {
         1.0 - 2.0 * self.signal_alpha(look)
     }
+
+    /// [`AnalysisConfig::interval_confidence`] for an analysis of `samples` (the look their last
+    /// cycle is).
+    pub fn interval_confidence_for(&self, samples: &[CycleSample]) -> f64 {
+        self.interval_confidence(self.look_at(samples.last().map_or(0, |c| c.cycle)))
+    }
 }
 
 /// Leak rate of the bytes signal, attributed per cycle and per store instance.
@@ -856,29 +866,22 @@ pub fn attribute_faults(
 /// below, inconclusive between.
 pub(crate) fn shift_verdict(signal: String, changed: &[f64], reference: &[f64], tolerance: f64, confidence: f64) -> SignalVerdict {
     let (shift, lower, upper) = hodges_lehmann(changed, reference, confidence);
-    let verdict = if lower > tolerance {
+    let mut v = SignalVerdict::undecided(signal, "B", Rule::Statistical { tolerance_per_cycle: tolerance, confidence });
+    v.verdict = against_tolerance(lower, upper, tolerance);
+    v.cycles = changed.len();
+    (v.slope_per_cycle, v.lower, v.upper) = (Some(shift), Some(lower), Some(upper));
+    v.growth_below_tolerance = v.verdict == Verdict::Clean && lower > 0.0;
+    v
+}
+
+/// A leak when an interval lies above the tolerance, clean when below it, else inconclusive.
+fn against_tolerance(lower: f64, upper: f64, tolerance: f64) -> Verdict {
+    if lower > tolerance {
         Verdict::Leak
     } else if upper < tolerance {
         Verdict::Clean
     } else {
         Verdict::Inconclusive
-    };
-    SignalVerdict {
-        signal,
-        unit: "B".to_string(),
-        verdict,
-        rule: Rule::Statistical { tolerance_per_cycle: tolerance, confidence },
-        cycles: changed.len(),
-        slope_per_cycle: Some(shift),
-        lower: Some(lower),
-        upper: Some(upper),
-        more_cycles_needed: None,
-        max_residue: None,
-        first_cycle_with_residue: None,
-        step_at_cycle: None,
-        step_size: None,
-        informational: false,
-        growth_below_tolerance: verdict == Verdict::Clean && lower > 0.0,
     }
 }
 
@@ -899,8 +902,7 @@ fn hodges_lehmann(x: &[f64], y: &[f64], confidence: f64) -> (f64, f64, f64) {
 /// last close) are given.
 pub fn analyze(cycles: &[CycleSample], baseline: Option<&Sample>, last: Option<&Sample>, cfg: &AnalysisConfig) -> RunVerdict {
     let warmup = cfg.warmup_cycles as u64;
-    let look = cfg.look_at(cycles.last().map_or(0, |c| c.cycle));
-    let confidence = cfg.interval_confidence(look);
+    let confidence = cfg.interval_confidence_for(cycles);
     let stat = |tolerance: f64| Rule::Statistical { tolerance_per_cycle: tolerance, confidence };
     let t = &cfg.tolerances;
     let at: Vec<u64> = cycles.iter().map(|c| c.cycle).collect();

@@ -197,6 +197,20 @@ struct Tally {
     named: std::collections::BTreeMap<String, usize>,
 }
 
+impl Tally {
+    fn add(&mut self, t: &Tally) {
+        self.runs += t.runs;
+        self.check_leak += t.check_leak;
+        self.check_clean += t.check_clean;
+        self.soak_leak += t.soak_leak;
+        self.soak_clean += t.soak_clean;
+        self.looks += t.looks;
+        for (k, v) in &t.named {
+            *self.named.entry(k.clone()).or_default() += v;
+        }
+    }
+}
+
 fn simulate_runs(r: &Recorded, n: usize, seed: u64, null: Null) -> Tally {
     let cfg = AnalysisConfig::default();
     let check_cfg = cfg.looking_from(CHECK_CYCLES as u64);
@@ -279,15 +293,7 @@ fn calibrate(null: Null) {
             "{:<24} {:>4} simulated runs: check {} leak, {} clean; soak {} leak, {} clean",
             runs[*i].name, t.runs, t.check_leak, t.check_clean, t.soak_leak, t.soak_clean
         );
-        all.runs += t.runs;
-        all.check_leak += t.check_leak;
-        all.check_clean += t.check_clean;
-        all.soak_leak += t.soak_leak;
-        all.soak_clean += t.soak_clean;
-        all.looks += t.looks;
-        for (k, v) in &t.named {
-            *all.named.entry(k.clone()).or_default() += v;
-        }
+        all.add(t);
     }
     let total = all.runs;
     eprintln!("{null:?}");

@@ -636,8 +636,9 @@ impl Harness {
             s.bookkeeping_bytes = bk.bytes();
             s.unexplained_bytes().filter(|_| bytes_visible).map(|v| v as f64)
         };
-        let mut first_unclean: Vec<Option<CycleRecord>> = vec![None; plans.len()];
-        let mut first: Vec<Option<CycleRecord>> = vec![None; plans.len()];
+        // Per plan: its first cycle, replaced by the first unclean one (so the entry is clean
+        // exactly when the record it keeps is).
+        let mut kept: Vec<Option<CycleRecord>> = vec![None; plans.len()];
         let mut changes: Vec<Vec<f64>> = bk.track(|| vec![Vec::with_capacity(cfg.matrix_repeats as usize); plans.len()]);
         let mut reference: Vec<f64> = bk.track(|| Vec::with_capacity(cfg.matrix_repeats as usize * plans.len() / 3 + 1));
         let mut warmup_unclean = None;
@@ -659,11 +660,8 @@ impl Harness {
                 bk.track(|| {
                     drop(faults);
                     for r in [record, after_clean] {
-                        if !record_clean(&r) && first_unclean[i].is_none() {
-                            first_unclean[i] = Some(r.clone());
-                        }
-                        if first[i].is_none() {
-                            first[i] = Some(r);
+                        if kept[i].as_ref().is_none_or(|k| record_clean(k) && !record_clean(&r)) {
+                            kept[i] = Some(r);
                         }
                     }
                 });
@@ -691,9 +689,9 @@ impl Harness {
             .map(|(i, plan)| {
                 let bytes = (judged && changes[i].len() >= MIN_MATRIX_REPEATS as usize && reference.len() >= MIN_MATRIX_REPEATS as usize)
                     .then(|| crate::verdict::shift_verdict(format!("matrix_bytes.{plan}"), &changes[i], &reference, tolerance, confidence));
-                let records_clean = first_unclean[i].is_none();
+                let record = kept[i].take().unwrap_or_else(|| discovery.clone());
+                let records_clean = record_clean(&record);
                 let leaks_bytes = bytes.as_ref().is_some_and(|b| b.verdict == Verdict::Leak);
-                let record = first_unclean[i].take().or_else(|| first[i].take()).unwrap_or_else(|| discovery.clone());
                 MatrixEntry { plan: plan.to_string(), clean: records_clean && !leaks_bytes, record, bytes, repeats: cfg.matrix_repeats.max(1) }
             })
             .collect();
@@ -855,8 +853,7 @@ fn verdict_of(
     // changes what a cycle does, and with background work spanning cycles (a long-lived DB's
     // flushes and compactions) that shifts the level's trajectory a little even with nothing
     // leaked; at a full 1% one run in 20 named such a point.
-    let look = analysis.look_at(samples.last().map_or(0, |s| s.cycle));
-    let confidence = 1.0 - (1.0 - analysis.interval_confidence(look)) / 10.0;
+    let confidence = 1.0 - (1.0 - analysis.interval_confidence_for(samples)) / 10.0;
     let mut per_firing = crate::verdict::attribute_faults(&levels, &fired, t.bytes_per_firing, confidence);
     // A leak persists, so the level must grow: a fault point is named only when the bytes' slope
     // is above zero (under the tolerance or not). Without growth, what differs after a firing

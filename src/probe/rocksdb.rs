@@ -117,6 +117,14 @@ mod tests {
         Db::open(&o, dir).expect("open")
     }
 
+    /// A directory, a cache of `capacity` and a write buffer manager charging it.
+    fn charged(ledger: &Ledger, capacity: usize) -> (tempfile::TempDir, TrackedCache, TrackedWriteBufferManager) {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let cache = TrackedCache::new_lru(ledger, capacity);
+        let wbm = TrackedWriteBufferManager::new_with_cache(ledger, 64 << 20, false, &cache);
+        (dir, cache, wbm)
+    }
+
     fn fill(db: &Db, n: u32) {
         for i in 0..n {
             db.put(i.to_be_bytes(), [7u8; 512]).expect("put");
@@ -126,9 +134,7 @@ mod tests {
     #[test]
     fn a_memtable_charged_to_a_cache_counts_once() {
         let ledger = Ledger::new();
-        let dir = tempfile::tempdir().expect("tempdir");
-        let cache = TrackedCache::new_lru(&ledger, 64 << 20);
-        let wbm = TrackedWriteBufferManager::new_with_cache(&ledger, 64 << 20, false, &cache);
+        let (dir, cache, wbm) = charged(&ledger, 64 << 20);
         let db = open(&ledger, dir.path(), &cache, &wbm);
         fill(&db, 2000);
         let mut consumers = MemoryConsumers::new().expect("consumers");
@@ -144,9 +150,7 @@ mod tests {
     #[test]
     fn a_memtable_of_a_db_not_asked_about_stays_unexplained() {
         let ledger = Ledger::new();
-        let dir = tempfile::tempdir().expect("tempdir");
-        let cache = TrackedCache::new_lru(&ledger, 64 << 20);
-        let wbm = TrackedWriteBufferManager::new_with_cache(&ledger, 64 << 20, false, &cache);
+        let (dir, cache, wbm) = charged(&ledger, 64 << 20);
         let elsewhere = open(&ledger, dir.path(), &cache, &wbm);
         fill(&elsewhere, 2000);
         let mut consumers = MemoryConsumers::new().expect("consumers");
@@ -159,9 +163,7 @@ mod tests {
     #[test]
     fn usage_above_a_caches_capacity_is_not_explained() {
         let ledger = Ledger::new();
-        let dir = tempfile::tempdir().expect("tempdir");
-        let cache = TrackedCache::new_lru(&ledger, 1024);
-        let wbm = TrackedWriteBufferManager::new_with_cache(&ledger, 64 << 20, false, &cache);
+        let (dir, cache, wbm) = charged(&ledger, 1024);
         let db = open(&ledger, dir.path(), &cache, &wbm);
         fill(&db, 2000);
         db.flush().expect("flush");
