@@ -51,6 +51,8 @@ pub mod harness;
 pub mod ledger;
 pub mod probe;
 pub mod report;
+pub mod runner;
+mod sys;
 #[cfg(feature = "rocksdb")]
 pub mod tracked;
 pub mod verdict;
@@ -60,5 +62,6 @@ pub use ledger::{
     Ledger, Settle, Token,
 };
 pub use probe::{Probe, Sample};
-pub use harness::{CycleCtx, Harness, HarnessConfig, HarnessReport, Integrity, Lifecycle};
+pub use harness::{CycleCtx, Harness, HarnessConfig, HarnessReport, Integrity, Lifecycle, StoreInfo};
+pub use runner::check;
 pub use verdict::{SignalVerdict, Verdict};

@@ -156,6 +156,58 @@ pub trait Lifecycle {
     fn rocksdb_memory(&self) -> Option<RocksDbMemory> {
         None
     }
+
+    /// What the store is, for reports and their headers: a name and its settings (the
+    /// reference store's tasks and segments, say). Default: `store`, no settings.
+    fn describe(&self) -> StoreInfo {
+        StoreInfo::new("store")
+    }
+
+    /// The fault plan `check` and `soak` use when none is given (the runner's `--faults`).
+    /// Default: every point of [`Lifecycle::fault_points`] failing with an error in 5% of its
+    /// calls, so that the error paths an ordinary open/close test never reaches are run.
+    fn default_faults(&self) -> String {
+        self.fault_points().iter().map(|p| format!("{p}=5%")).collect::<Vec<_>>().join(",")
+    }
+}
+
+/// What a store says about itself ([`Lifecycle::describe`]): shown in the run's header and
+/// plots, kept in the report's settings.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct StoreInfo {
+    /// What the store is (`reference store`, `kv service`).
+    pub name: String,
+    /// Its settings (name to value), written into the report's `settings` beside the run's own.
+    pub settings: BTreeMap<String, serde_json::Value>,
+}
+
+impl StoreInfo {
+    /// A store called `name`, with no settings.
+    pub fn new(name: impl Into<String>) -> Self {
+        StoreInfo { name: name.into(), settings: BTreeMap::new() }
+    }
+
+    /// Adds a setting.
+    pub fn setting(mut self, name: impl Into<String>, value: impl Into<serde_json::Value>) -> Self {
+        self.settings.insert(name.into(), value.into());
+        self
+    }
+}
+
+impl fmt::Display for StoreInfo {
+    /// `reference store (tasks 2, segments 3)`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.name)?;
+        for (i, (k, v)) in self.settings.iter().enumerate() {
+            let v = v.as_str().map_or_else(|| v.to_string(), str::to_string);
+            write!(f, "{}{k} {v}", if i == 0 { " (" } else { ", " })?;
+        }
+        if !self.settings.is_empty() {
+            f.write_str(")")?;
+        }
+        Ok(())
+    }
 }
 
 /// How one phase of a cycle ended.

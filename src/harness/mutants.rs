@@ -195,9 +195,8 @@ pub const CATALOG: [Mutant; 17] = [
     },
 ];
 
-/// `leakcheck check`'s default fault plan: faults at the rates a real run meets them.
-pub const DEFAULT_CHECK_PLAN: &str =
-    "close.marker=10%,close.flush=5%,work.write=5%,work.scan=3%:panic,open.db=3%,open.options=2%,work.malformed=5%";
+/// `leakcheck check`'s default fault plan ([`super::reference::DEFAULT_PLAN`]).
+pub const DEFAULT_CHECK_PLAN: &str = super::reference::DEFAULT_PLAN;
 
 /// The catalog entry by name.
 pub fn mutant(name: &str) -> Option<&'static Mutant> {

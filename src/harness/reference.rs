@@ -27,7 +27,7 @@ use std::sync::{Arc, Mutex};
 
 use rocksdb::{IteratorMode, MultiThreaded};
 
-use super::{CycleCtx, Integrity, Lifecycle};
+use super::{CycleCtx, Integrity, Lifecycle, StoreInfo};
 use crate::ledger::lock;
 use crate::probe::RocksDbMemory;
 use crate::tracked::{
@@ -53,6 +53,12 @@ const MALFORMED_KEY: &[u8] = b"offset/!bad";
 const RAW_LEAK_BYTES: usize = 4096;
 /// What the marker-failure variant leaks per failed marker write.
 const MARKER_LEAK_BYTES: usize = 1024;
+
+/// The reference store's default fault plan (`leakcheck check` without `--faults`): every close
+/// path reached (the marker write and the flush failing), failing writes, scans that panic,
+/// failing opens and malformed offset entries, at the rates a real run meets them.
+pub const DEFAULT_PLAN: &str =
+    "close.marker=10%,close.flush=5%,work.write=5%,work.scan=3%:panic,open.db=3%,open.options=2%,work.malformed=5%";
 
 /// Every fault point the reference store checks.
 pub const FAULT_POINTS: [&str; 10] = [
@@ -1045,6 +1051,14 @@ impl Lifecycle for ReferenceStore {
 
     fn instances_per_cycle(&self) -> u64 {
         u64::from(self.config.tasks) * u64::from(self.config.segments)
+    }
+
+    fn describe(&self) -> StoreInfo {
+        StoreInfo::new("reference store").setting("tasks", self.config.tasks).setting("segments", self.config.segments)
+    }
+
+    fn default_faults(&self) -> String {
+        DEFAULT_PLAN.to_string()
     }
 
     fn rocksdb_memory(&self) -> Option<RocksDbMemory> {

@@ -128,10 +128,13 @@ pub fn signal_class(signal: &str) -> &'static str {
 pub struct RunSettings {
     /// The command (`check`, `soak`).
     pub command: String,
-    /// Tasks of the reference store.
-    pub tasks: u32,
-    /// Segments per task.
-    pub segments: u32,
+    /// The store under test ([`crate::harness::StoreInfo::name`]).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub store: String,
+    /// The store's own settings ([`crate::harness::StoreInfo::settings`]), written beside the
+    /// run's (the reference store's `tasks` and `segments`).
+    #[serde(flatten)]
+    pub store_settings: BTreeMap<String, serde_json::Value>,
     /// Cycles asked for.
     pub cycles: u64,
     /// `check` only: how far the run may go on while the verdict is inconclusive.
@@ -150,6 +153,15 @@ pub struct RunSettings {
     /// it is).
     #[serde(default = "one")]
     pub sample_every: u64,
+}
+
+impl RunSettings {
+    /// The store's name and settings as one value (`reference store (tasks 2, segments 3)`).
+    pub fn store_info(&self) -> crate::harness::StoreInfo {
+        let mut info = crate::harness::StoreInfo::new(if self.store.is_empty() { "store" } else { &self.store });
+        info.settings = self.store_settings.clone();
+        info
+    }
 }
 
 fn one() -> u64 {

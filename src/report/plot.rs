@@ -149,9 +149,8 @@ pub fn plot_svgs(report: &RunReport, samples: &[CycleSample]) -> Vec<Plot> {
     );
     let _ = writeln!(
         out,
-        r##"<text x="{MARGIN_L}" y="40" font-size="11" fill="#555">{} tasks x {} segments; faults: {}</text>"##,
-        report.settings.tasks,
-        report.settings.segments,
+        r##"<text x="{MARGIN_L}" y="40" font-size="11" fill="#555">{}; faults: {}</text>"##,
+        esc(&report.settings.store_info().to_string()),
         esc(if report.settings.plan.is_empty() { "none" } else { &report.settings.plan })
     );
     let unexplained = |c: &CycleSample| c.sample.unexplained_bytes().map(|v| v as f64);

@@ -3,16 +3,17 @@
 //! 3 inconclusive (not enough cycles to decide either way, even after `check` went on to --max-cycles).
 
 mod mutants;
-mod run;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::Duration;
 
-use anyhow::{Context, Result};
+use anyhow::{anyhow, Context, Result};
 use clap::{Args, Parser, Subcommand};
+use leakcheck::harness::mutants as catalog;
+use leakcheck::harness::reference::{ReferenceConfig, ReferenceStore};
 use leakcheck::probe::{self, Probe};
-use leakcheck::Verdict;
+use leakcheck::runner::cli::{self, StoreCommand};
+use leakcheck::runner::StoreEnv;
 
 // The Rust side allocates through jemalloc too (with rocksdb's `jemalloc` feature, `malloc` is
 // jemalloc anyway; this also covers builds without it).
@@ -26,85 +27,26 @@ struct Cli {
     command: Command,
 }
 
-/// Settings shared by `check` and `soak`.
+/// The reference store's flags on `check` and `soak`.
 #[derive(Args, Debug, Clone)]
-pub struct RunArgs {
+pub struct ReferenceArgs {
     /// Tasks of the reference store.
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=64))]
     pub tasks: u32,
     /// Live segments per task.
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=64))]
     pub segments: u32,
-    /// Cycles to run (with --duration: at most this many).
-    #[arg(long)]
-    pub cycles: Option<u64>,
-    /// Run for this long (for example 90s, 30m, 8h, 1h30m).
-    #[arg(long, value_parser = parse_duration)]
-    pub duration: Option<Duration>,
-    /// check: when the memory verdict is still inconclusive after --cycles, go on, deciding every
-    /// 10 cycles, up to this many cycles (default: 4 x --cycles; equal to --cycles: never)
-    #[arg(long)]
-    pub max_cycles: Option<u64>,
-    /// Fault plan, for example `close.marker=10%,open.db=nth:2` (default: one that reaches every
-    /// close path; LEAKCHECK_FAULTS when set; `none` for no faults).
-    #[arg(long)]
-    pub faults: Option<String>,
-    /// Seed of the fault plan's probabilities.
-    #[arg(long, default_value_t = 1)]
-    pub seed: u64,
-    /// Ledger tracking depth: counts, sites or backtraces (default: LEAKCHECK_TRACKING, else
-    /// sites).
-    #[arg(long)]
-    pub tracking: Option<String>,
-    /// Directory for the report (report.json, samples.csv, plot.svg, plot.png).
-    #[arg(long)]
-    pub report: Option<PathBuf>,
-    /// Rewrite the report every this many cycles.
-    #[arg(long, default_value_t = 25, value_parser = clap::value_parser!(u64).range(1..))]
-    pub report_every: u64,
-    /// Take a memory sample every this many cycles.
-    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
-    pub sample_every: Option<u64>,
-    /// Where the store's data lives (default: a temporary directory, removed afterwards).
-    #[arg(long)]
-    pub dir: Option<PathBuf>,
-    /// Print the report as JSON on stdout (progress goes to stderr).
-    #[arg(long)]
-    pub json: bool,
     /// Plant one leak of the catalog into the reference store, to see the detector fire (names:
     /// `leakcheck mutants` lists them).
     #[arg(long)]
     pub plant: Option<String>,
-    /// For the test suite: report native allocations as invisible to jemalloc (as in a build
-    /// without the unprefixed override), to prove such a run ends inconclusive, never clean.
-    #[arg(long, hide = true)]
-    pub simulate_invisible_allocations: bool,
 }
 
 #[derive(Subcommand)]
 enum Command {
-    /// Leak-check the built-in reference store (the main job): verdict table, exit 0 clean,
-    /// 1 leak, 3 inconclusive.
-    Check(RunArgs),
-    /// A long run with progress, a crash-safe report rewritten as it goes, and plots.
-    Soak(RunArgs),
-    /// Compare two reports (old, new): exit 1 when the new run regressed in verdict, leak rate or
-    /// time per cycle.
-    Compare {
-        /// The older report.json.
-        old: PathBuf,
-        /// The newer report.json.
-        new: PathBuf,
-        /// Allowed growth of the leak rate, bytes per cycle.
-        #[arg(long, default_value_t = 64.0)]
-        max_rate_increase: f64,
-        /// Allowed growth of the time per cycle, in percent.
-        #[arg(long, default_value_t = 25.0)]
-        max_overhead_increase: f64,
-        /// Print the comparison as JSON.
-        #[arg(long)]
-        json: bool,
-    },
+    /// `check`, `soak` and `compare`, of the built-in reference store.
+    #[command(flatten)]
+    Store(StoreCommand<ReferenceArgs>),
     /// Run the planted-leak catalog (one process per variant) and print the detection matrix:
     /// exit 0 only when every variant is detected and the reference store is clean.
     Mutants {
@@ -184,79 +126,37 @@ enum Command {
     Coverage,
 }
 
-/// Exit code of a verdict.
-pub fn verdict_code(v: Verdict) -> ExitCode {
-    match v {
-        Verdict::Clean => ExitCode::SUCCESS,
-        Verdict::Leak => ExitCode::from(1),
-        Verdict::Inconclusive => ExitCode::from(3),
-    }
-}
-
-/// Parses `90s`, `30m`, `8h`, `2d`, `1h30m`, `500ms`; a bare number is seconds.
-fn parse_duration(text: &str) -> Result<Duration, String> {
-    let bad = || format!("invalid duration `{text}`: expected for example 90s, 30m, 8h or 1h30m");
-    let t = text.trim();
-    if t.is_empty() {
-        return Err(bad());
-    }
-    if let Ok(secs) = t.parse::<u64>() {
-        return Ok(Duration::from_secs(secs));
-    }
-    let mut total = Duration::ZERO;
-    let mut rest = t;
-    while !rest.is_empty() {
-        let digits = rest.find(|c: char| !c.is_ascii_digit()).ok_or_else(bad)?;
-        if digits == 0 {
-            return Err(bad());
-        }
-        let n: u64 = rest[..digits].parse().map_err(|_| bad())?;
-        rest = &rest[digits..];
-        let unit_len = rest.find(|c: char| c.is_ascii_digit()).unwrap_or(rest.len());
-        let unit = match &rest[..unit_len] {
-            "ms" => Duration::from_millis(n),
-            "s" => Duration::from_secs(n),
-            "m" => Duration::from_secs(n * 60),
-            "h" => Duration::from_secs(n * 3600),
-            "d" => Duration::from_secs(n * 86_400),
-            _ => return Err(bad()),
-        };
-        total += unit;
-        rest = &rest[unit_len..];
-    }
-    if total.is_zero() {
-        return Err(format!("invalid duration `{text}`: must be longer than zero"));
-    }
-    Ok(total)
-}
-
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
-        Ok(cli) => cli,
-        Err(e) => {
-            use clap::error::ErrorKind;
-            if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand) {
-                let _ = e.print();
-                return if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand { ExitCode::from(2) } else { ExitCode::SUCCESS };
-            }
-            // One clear line naming the problem.
-            let text = e.to_string();
-            let line = text.lines().next().unwrap_or("invalid arguments").trim_start_matches("error: ");
-            eprintln!("leakcheck: {line} (see leakcheck --help)");
-            return ExitCode::from(2);
-        }
+    let name = cli::tool_name();
+    let parsed = match Cli::try_parse() {
+        Ok(parsed) => parsed,
+        Err(e) => return cli::parse_error(&name, e),
     };
-    match dispatch(cli) {
+    match dispatch(parsed.command) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("leakcheck: {}", one_line(&e));
+            eprintln!("{name}: {}", one_line(&e));
             ExitCode::from(2)
         }
     }
 }
 
-/// The error and its causes on one line, leaving out a cause whose text the line already holds
-/// (typed errors here print their source themselves).
+/// The reference store for `check` and `soak`, with the leak `--plant` names, if any.
+fn reference_store(args: &ReferenceArgs, env: &StoreEnv<'_>) -> Result<ReferenceStore> {
+    let mut config = ReferenceConfig::new(env.dir);
+    config.tasks = args.tasks;
+    config.segments = args.segments;
+    if let Some(name) = &args.plant {
+        let m = catalog::mutant(name).ok_or_else(|| {
+            let names: Vec<&str> = catalog::CATALOG.iter().map(|m| m.name).collect();
+            anyhow!("--plant {name}: unknown leak; known: {}", names.join(", "))
+        })?;
+        config.variant = m.variant;
+    }
+    Ok(ReferenceStore::new(config, env.ledger)?)
+}
+
+/// The error and its causes on one line, leaving out a cause whose text the line already holds.
 fn one_line(e: &anyhow::Error) -> String {
     let mut line = String::new();
     for cause in e.chain() {
@@ -272,13 +172,9 @@ fn one_line(e: &anyhow::Error) -> String {
     line
 }
 
-fn dispatch(cli: Cli) -> Result<ExitCode> {
-    match cli.command {
-        Command::Check(args) => run::run("check", args),
-        Command::Soak(args) => run::run("soak", args),
-        Command::Compare { old, new, max_rate_increase, max_overhead_increase, json } => {
-            run::compare(&old, &new, max_rate_increase, max_overhead_increase, json)
-        }
+fn dispatch(command: Command) -> Result<ExitCode> {
+    match command {
+        Command::Store(command) => Ok(ExitCode::from(cli::execute(command, reference_store)?)),
         Command::Mutants { cycles, clean_seeds, json } => mutants::all(cycles, clean_seeds, json),
         Command::CleanStore { name, seed, report } => mutants::one_clean(&name, seed, report.as_deref()),
         Command::Mutant { name, cycles } => mutants::one(&name, cycles),
@@ -393,23 +289,5 @@ fn print_sample(sample: &leakcheck::Sample, watched: bool) {
     if watched {
         println!("open fds under dir  {:>14}", opt(p.open_fds_under_dir));
         println!("maps under dir      {:>14}", opt(p.maps_under_dir));
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::parse_duration;
-    use std::time::Duration;
-
-    #[test]
-    fn durations() {
-        assert_eq!(parse_duration("90s"), Ok(Duration::from_secs(90)));
-        assert_eq!(parse_duration("1h30m"), Ok(Duration::from_secs(5400)));
-        assert_eq!(parse_duration("8h"), Ok(Duration::from_secs(28800)));
-        assert_eq!(parse_duration("45"), Ok(Duration::from_secs(45)));
-        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
-        for bad in ["", "8x", "h", "1.5h", "-3s", "0s", "3 h"] {
-            assert!(parse_duration(bad).is_err(), "{bad}");
-        }
     }
 }

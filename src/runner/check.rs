@@ -1,0 +1,95 @@
+//! [`check`]: one call in `cargo test`.
+
+use std::path::PathBuf;
+
+use super::{drive, validate, Mode, RunError, RunOptions, RunOutcome};
+use crate::harness::Lifecycle;
+use crate::Ledger;
+
+/// A leak check of `store`, whose handles are registered in `ledger`, as `leakcheck check` runs
+/// one: the store's default fault plan (or the one given), [`super::DEFAULT_CHECK_CYCLES`]
+/// cycles, going on while the memory verdict is inconclusive (up to four times the cycles).
+///
+/// ```no_run
+/// # fn doc<L: leakcheck::Lifecycle>(store: &mut L, ledger: &leakcheck::Ledger) -> Result<(), leakcheck::runner::RunError> {
+/// leakcheck::check(store, ledger).cycles(200).faults("close.flush=10%").run()?.assert_clean();
+/// # Ok(()) }
+/// ```
+///
+/// The byte and OS signals are process-wide (jemalloc's counters, RSS, open files): a test
+/// running beside it in the same process adds its allocations to them. **Put each such check in
+/// an integration-test file of its own** (each file is its own process under `cargo test`;
+/// `cargo nextest` runs every test in its own process anyway), and make the test binary
+/// allocate through jemalloc (`#[global_allocator] static A: tikv_jemallocator::Jemalloc`) with
+/// native allocations routed to it (rocksdb's `jemalloc` feature), or the byte signals are
+/// unavailable and the verdict cannot be clean.
+pub fn check<'a, L: Lifecycle>(store: &'a mut L, ledger: &'a Ledger) -> Check<'a, L> {
+    Check { store, ledger, options: RunOptions::new(Mode::Check) }
+}
+
+/// A check being set up: [`check`].
+#[must_use = "a check does nothing until run"]
+pub struct Check<'a, L> {
+    store: &'a mut L,
+    ledger: &'a Ledger,
+    options: RunOptions,
+}
+
+impl<L> std::fmt::Debug for Check<'_, L> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Check").field("options", &self.options).finish_non_exhaustive()
+    }
+}
+
+impl<L: Lifecycle> Check<'_, L> {
+    /// Cycles to run before the first verdict (at least [`super::MIN_CYCLES`]).
+    pub fn cycles(mut self, cycles: u64) -> Self {
+        self.options.cycles = Some(cycles);
+        self
+    }
+
+    /// How far to go on while the memory verdict is inconclusive (equal to the cycles: never).
+    pub fn max_cycles(mut self, cycles: u64) -> Self {
+        self.options.max_cycles = Some(cycles);
+        self
+    }
+
+    /// The fault plan (`close.flush=10%,open.db=nth:2`, or `none`), instead of the store's
+    /// default.
+    pub fn faults(mut self, plan: impl Into<String>) -> Self {
+        self.options.faults = Some(plan.into());
+        self
+    }
+
+    /// Seed of the plan's probabilities.
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.options.seed = seed;
+        self
+    }
+
+    /// Take a memory sample every this many cycles (default 1).
+    pub fn sample_every(mut self, cycles: u64) -> Self {
+        self.options.sample_every = Some(cycles);
+        self
+    }
+
+    /// Also write the report directory (report.json, samples.csv, plots) here.
+    pub fn report(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.options.report = Some(dir.into());
+        self
+    }
+
+    /// Runs the check.
+    ///
+    /// # Errors
+    /// A bad setting (fewer than 30 cycles, a plan naming a point the store does not have), or
+    /// a report directory that cannot be written. A leak is not an error: it is the outcome's
+    /// verdict ([`RunOutcome::assert_clean`]).
+    pub fn run(self) -> Result<RunOutcome, RunError> {
+        let mut options = self.options;
+        // The ledger's depth is the caller's; the report says which it is.
+        options.tracking = Some(self.ledger.depth());
+        let plan = validate(&options)?;
+        drive(self.store, self.ledger, &options, &plan)
+    }
+}

@@ -1,0 +1,351 @@
+//! The command line of [`super::run`] (feature `cli`): `check`, `soak` and `compare` with
+//! leakcheck's flags, output and exit codes (0 clean, 1 leak or regression, 2 bad input or
+//! environment, 3 inconclusive), for any store.
+//!
+//! A user's soak binary, with a flag of its own:
+//!
+//! ```no_run
+//! # struct Kv; impl Kv { fn open(_: &std::path::Path, _: &leakcheck::Ledger, _: u32) -> Result<Kv, std::io::Error> { Ok(Kv) } }
+//! # impl leakcheck::Lifecycle for Kv { type Store = (); type Error = String;
+//! #   fn fault_points(&self) -> Vec<&'static str> { vec![] }
+//! #   fn open(&mut self, _: &leakcheck::CycleCtx<'_>) -> Result<(), String> { Ok(()) }
+//! #   fn work(&mut self, _: &mut (), _: &leakcheck::CycleCtx<'_>) -> Result<(), String> { Ok(()) }
+//! #   fn close(&mut self, _: (), _: &leakcheck::CycleCtx<'_>) -> Result<(), String> { Ok(()) } }
+//! #[derive(clap::Args, Debug, Clone)]
+//! struct KvArgs {
+//!     /// Shards of the store.
+//!     #[arg(long, default_value_t = 2)]
+//!     shards: u32,
+//! }
+//!
+//! fn main() -> std::process::ExitCode {
+//!     leakcheck::runner::cli::main(|args: &KvArgs, env| Kv::open(env.dir, env.ledger, args.shards))
+//! }
+//! ```
+//! `kv-soak check`, `kv-soak soak --duration 8h --report DIR`, `kv-soak compare OLD NEW`, and
+//! `--shards` on check and soak. A binary with no flags of its own takes [`NoArgs`].
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{Args, FromArgMatches, Subcommand};
+
+use super::{compare, run, Mode, RunError, RunOptions, StoreEnv, StoreSetupError};
+use crate::harness::Lifecycle;
+use crate::report::CompareLimits;
+use crate::Depth;
+
+/// The flags of `check` and `soak`.
+#[derive(Args, Debug, Clone)]
+#[non_exhaustive]
+pub struct RunArgs {
+    /// Cycles to run (with --duration: at most this many).
+    #[arg(long)]
+    pub cycles: Option<u64>,
+    /// Run for this long (for example 90s, 30m, 8h, 1h30m).
+    #[arg(long, value_parser = parse_duration)]
+    pub duration: Option<Duration>,
+    /// check: when the memory verdict is still inconclusive after --cycles, go on, deciding every
+    /// 10 cycles, up to this many cycles (default: 4 x --cycles; equal to --cycles: never)
+    #[arg(long)]
+    pub max_cycles: Option<u64>,
+    /// Fault plan, for example `close.marker=10%,open.db=nth:2` (default: the store's, which
+    /// reaches its error paths; LEAKCHECK_FAULTS when set; `none` for no faults).
+    #[arg(long)]
+    pub faults: Option<String>,
+    /// Seed of the fault plan's probabilities.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Ledger tracking depth: counts, sites or backtraces (default: LEAKCHECK_TRACKING, else
+    /// sites).
+    #[arg(long)]
+    pub tracking: Option<String>,
+    /// Directory for the report (report.json, samples.csv, plot.svg, plot.png).
+    #[arg(long)]
+    pub report: Option<PathBuf>,
+    /// Rewrite the report every this many cycles.
+    #[arg(long, default_value_t = 25, value_parser = clap::value_parser!(u64).range(1..))]
+    pub report_every: u64,
+    /// Take a memory sample every this many cycles.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    pub sample_every: Option<u64>,
+    /// Where the store's data lives (default: a temporary directory, removed afterwards).
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
+    /// Print the report as JSON on stdout (progress goes to stderr).
+    #[arg(long)]
+    pub json: bool,
+    /// For test suites: report native allocations as invisible to jemalloc (as in a build
+    /// without the unprefixed override), to prove such a run ends inconclusive, never clean.
+    #[arg(long, hide = true)]
+    pub simulate_invisible_allocations: bool,
+}
+
+impl RunArgs {
+    /// The runner's options for `mode`.
+    ///
+    /// # Errors
+    /// An unknown tracking depth.
+    pub fn options(&self, mode: Mode) -> Result<RunOptions, RunError> {
+        let tracking = self.tracking.as_deref().map(str::parse::<Depth>).transpose()?;
+        Ok(RunOptions {
+            mode,
+            cycles: self.cycles,
+            duration: self.duration,
+            max_cycles: self.max_cycles,
+            faults: self.faults.clone(),
+            seed: self.seed,
+            tracking,
+            report: self.report.clone(),
+            report_every: self.report_every,
+            sample_every: self.sample_every,
+            dir: self.dir.clone(),
+            progress: !(self.json && mode == Mode::Check),
+            interruptible: true,
+            allocator_check: self.simulate_invisible_allocations.then_some(invisible as fn() -> Result<(), String>),
+        })
+    }
+}
+
+fn invisible() -> Result<(), String> {
+    Err("simulated (--simulate-invisible-allocations): C malloc is not routed to jemalloc".to_string())
+}
+
+/// The flags of `compare`.
+#[derive(Args, Debug, Clone)]
+#[non_exhaustive]
+pub struct CompareArgs {
+    /// The older report.json.
+    pub old: PathBuf,
+    /// The newer report.json.
+    pub new: PathBuf,
+    /// Allowed growth of the leak rate, bytes per cycle.
+    #[arg(long, default_value_t = 64.0)]
+    pub max_rate_increase: f64,
+    /// Allowed growth of the time per cycle, in percent.
+    #[arg(long, default_value_t = 25.0)]
+    pub max_overhead_increase: f64,
+    /// Print the comparison as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// A store binary's subcommands; `S` holds the store's own flags (flattened into check and
+/// soak). Embed it in a larger command line with `#[command(flatten)]`.
+#[derive(Subcommand, Debug, Clone)]
+pub enum StoreCommand<S: Args> {
+    /// Leak-check the store: verdict table, exit 0 clean, 1 leak, 3 inconclusive.
+    Check {
+        /// Run settings.
+        #[command(flatten)]
+        run: RunArgs,
+        /// The store's settings.
+        #[command(flatten)]
+        store: S,
+    },
+    /// A long run with progress, a crash-safe report rewritten as it goes, and plots.
+    Soak {
+        /// Run settings.
+        #[command(flatten)]
+        run: RunArgs,
+        /// The store's settings.
+        #[command(flatten)]
+        store: S,
+    },
+    /// Compare two reports (old, new): exit 1 when the new run regressed in verdict, leak rate or
+    /// time per cycle.
+    Compare(CompareArgs),
+}
+
+/// No flags of the store's own.
+#[derive(Args, Debug, Clone, Copy, Default)]
+pub struct NoArgs {}
+
+/// Parses the command line (`check`, `soak`, `compare`, with the store's flags `S`), runs it
+/// with stores made by `make`, prints the outcome and returns the exit code. Errors print one
+/// line, `NAME: problem`, to stderr (exit 2).
+pub fn main<S, L, E, F>(make: F) -> ExitCode
+where
+    S: Args,
+    L: Lifecycle,
+    E: Into<StoreSetupError>,
+    F: FnOnce(&S, &StoreEnv<'_>) -> Result<L, E>,
+{
+    let name = tool_name();
+    let command = StoreCommand::<S>::augment_subcommands(clap::Command::new(name.clone()))
+        .subcommand_required(true)
+        .arg_required_else_help(true);
+    let parsed = command.try_get_matches().and_then(|m| StoreCommand::<S>::from_arg_matches(&m));
+    match parsed {
+        Ok(cmd) => exit(&name, execute(cmd, make)),
+        Err(e) => parse_error(&name, e),
+    }
+}
+
+/// Runs a parsed [`StoreCommand`] and prints its outcome: the exit code (0 clean, 1 leak or
+/// regression, 3 inconclusive).
+///
+/// # Errors
+/// [`RunError`]: exit 2 ([`exit`] prints it).
+pub fn execute<S, L, E, F>(command: StoreCommand<S>, make: F) -> Result<u8, RunError>
+where
+    S: Args,
+    L: Lifecycle,
+    E: Into<StoreSetupError>,
+    F: FnOnce(&S, &StoreEnv<'_>) -> Result<L, E>,
+{
+    let (mode, args, store) = match command {
+        StoreCommand::Check { run, store } => (Mode::Check, run, store),
+        StoreCommand::Soak { run, store } => (Mode::Soak, run, store),
+        StoreCommand::Compare(c) => return compare_command(&c),
+    };
+    let options = args.options(mode)?;
+    let outcome = run(&options, |env| make(&store, env))?;
+    if args.json {
+        println!("{}", outcome.json());
+    } else {
+        print!("{}", outcome.table());
+        if let Some(dir) = &outcome.report_dir {
+            println!("report: {}", dir.display());
+        }
+    }
+    Ok(outcome.exit_code())
+}
+
+fn compare_command(c: &CompareArgs) -> Result<u8, RunError> {
+    let limits = CompareLimits { max_rate_increase_bytes: c.max_rate_increase, max_overhead_increase: c.max_overhead_increase / 100.0 };
+    let cmp = compare(&c.old, &c.new, limits)?;
+    if c.json {
+        println!("{}", serde_json::to_string_pretty(&cmp).unwrap_or_default());
+    } else {
+        let rate = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.1} B/cycle"));
+        println!("verdict       {} -> {}", cmp.verdicts.0, cmp.verdicts.1);
+        println!("leak rate     {} -> {}", rate(cmp.rates.0), rate(cmp.rates.1));
+        println!("time/cycle    {:.2} ms -> {:.2} ms", cmp.ms_per_cycle.0, cmp.ms_per_cycle.1);
+        if cmp.regressions.is_empty() {
+            println!("no regression");
+        }
+        for r in &cmp.regressions {
+            println!("regression: {r}");
+        }
+    }
+    Ok(u8::from(!cmp.regressions.is_empty()))
+}
+
+/// The process's name as invoked (`leakcheck`, `kv-soak`), for its messages.
+pub fn tool_name() -> String {
+    std::env::args_os()
+        .next()
+        .and_then(|a| PathBuf::from(a).file_name().map(|f| f.to_string_lossy().into_owned()))
+        .unwrap_or_else(|| "leakcheck".to_string())
+}
+
+/// The exit code of a command's result; an error is printed as one line, `NAME: problem` (exit 2).
+pub fn exit(name: &str, result: Result<u8, impl std::error::Error>) -> ExitCode {
+    match result {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => {
+            eprintln!("{name}: {}", one_line(&e));
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// Help and version print as clap prints them (exit 0; 2 when a subcommand is missing); any
+/// other parse error is one line, `NAME: problem (see NAME --help)`, exit 2.
+pub fn parse_error(name: &str, e: clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    match e.kind() {
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
+            let _ = e.print();
+            ExitCode::SUCCESS
+        }
+        ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            let _ = e.print();
+            ExitCode::from(2)
+        }
+        _ => {
+            let text = e.to_string();
+            let line = text.lines().next().unwrap_or("invalid arguments").trim_start_matches("error: ");
+            eprintln!("{name}: {line} (see {name} --help)");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// The error and its causes on one line, leaving out a cause whose text the line already holds
+/// (typed errors here print their source themselves).
+pub fn one_line(e: &dyn std::error::Error) -> String {
+    let mut line = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        let text = c.to_string();
+        if !line.contains(&text) {
+            line.push_str(": ");
+            line.push_str(&text);
+        }
+        cause = c.source();
+    }
+    line
+}
+
+/// Parses `90s`, `30m`, `8h`, `2d`, `1h30m`, `500ms`; a bare number is seconds.
+///
+/// # Errors
+/// A text naming what was expected.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let bad = || format!("invalid duration `{text}`: expected for example 90s, 30m, 8h or 1h30m");
+    let t = text.trim();
+    if t.is_empty() {
+        return Err(bad());
+    }
+    if let Ok(secs) = t.parse::<u64>() {
+        return Ok(Duration::from_secs(secs));
+    }
+    let mut total = Duration::ZERO;
+    let mut rest = t;
+    while !rest.is_empty() {
+        let digits = rest.find(|c: char| !c.is_ascii_digit()).ok_or_else(bad)?;
+        if digits == 0 {
+            return Err(bad());
+        }
+        let n: u64 = rest[..digits].parse().map_err(|_| bad())?;
+        rest = &rest[digits..];
+        let unit_len = rest.find(|c: char| c.is_ascii_digit()).unwrap_or(rest.len());
+        let too_long = || format!("invalid duration `{text}`: too long");
+        let secs = |per: u64| n.checked_mul(per).map(Duration::from_secs).ok_or_else(too_long);
+        let unit = match &rest[..unit_len] {
+            "ms" => Duration::from_millis(n),
+            "s" => Duration::from_secs(n),
+            "m" => secs(60)?,
+            "h" => secs(3600)?,
+            "d" => secs(86_400)?,
+            _ => return Err(bad()),
+        };
+        total = total.checked_add(unit).ok_or_else(too_long)?;
+        rest = &rest[unit_len..];
+    }
+    if total.is_zero() {
+        return Err(format!("invalid duration `{text}`: must be longer than zero"));
+    }
+    Ok(total)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_duration;
+    use std::time::Duration;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("90s"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_duration("1h30m"), Ok(Duration::from_secs(5400)));
+        assert_eq!(parse_duration("8h"), Ok(Duration::from_secs(28800)));
+        assert_eq!(parse_duration("45"), Ok(Duration::from_secs(45)));
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        for bad in ["", "8x", "h", "1.5h", "-3s", "0s", "3 h", "99999999999999999999h", "6000000000000000h", "18446744073709551615s1s"] {
+            assert!(parse_duration(bad).is_err(), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,513 @@
+//! The runner: `check` and `soak` for any [`Lifecycle`], as `leakcheck check` and `leakcheck
+//! soak` run the reference store, and `compare` for two of their reports.
+//!
+//! - [`run`] makes the store (from a constructor given the run's [`Ledger`] and data directory),
+//!   drives it through the cycles, keeps the report directory up to date (report.json,
+//!   samples.csv, the plots, rewritten every `report_every` cycles, atomically, so a run killed
+//!   with SIGKILL leaves a valid report) and returns a [`RunOutcome`]: the report, its text
+//!   table, its exit code.
+//! - [`check`] is the same judgement on a store the caller already made, for one call in
+//!   `cargo test`.
+//! - [`cli`] (feature `cli`) is the command line around [`run`]: a user's soak binary gets
+//!   leakcheck's subcommands, flags, exit codes and output in one call, with its own flags
+//!   flattened in.
+//!
+//! `check` goes on past the cycles asked for while the memory verdict is inconclusive, deciding
+//! every [`Continuation::EVERY`] cycles, up to `max_cycles` (default four times the cycles);
+//! `soak` runs for a duration or a number of cycles and keeps the report directory current.
+
+mod check;
+#[cfg(feature = "cli")]
+pub mod cli;
+mod progress;
+mod text;
+
+use std::ops::ControlFlow;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+pub use check::{check, Check};
+
+use crate::fault::{FaultPlan, FaultPlanError, FAULTS_ENV};
+use crate::harness::{Continuation, HarnessError, Lifecycle};
+use crate::ledger::LedgerError;
+use crate::report::{self, CompareLimits, Comparison, CycleSummary, ReportError, RunReport, RunSettings};
+use crate::verdict::{analyze, CycleSample};
+use crate::{Depth, Harness, HarnessConfig, Ledger, Verdict};
+
+use progress::Progress;
+
+/// `check` decides (the default); `soak` keeps going for its duration or cycles and keeps the
+/// report directory current.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Mode {
+    /// A leak check: a verdict, going on while it is inconclusive, up to `max_cycles`.
+    #[default]
+    Check,
+    /// A long run with progress and a crash-safe report; needs a report directory.
+    Soak,
+}
+
+impl Mode {
+    /// `check` or `soak`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Check => "check",
+            Mode::Soak => "soak",
+        }
+    }
+}
+
+/// Cycles `check` runs when none are asked for.
+pub const DEFAULT_CHECK_CYCLES: u64 = 200;
+/// The fewest cycles that can give a verdict on memory.
+pub const MIN_CYCLES: u64 = 30;
+
+/// What to run: the settings of `leakcheck check` and `leakcheck soak`, one field per flag.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct RunOptions {
+    /// `check` or `soak`.
+    pub mode: Mode,
+    /// Cycles to run (with `duration`: at most this many). Default: [`DEFAULT_CHECK_CYCLES`]
+    /// for `check`; a soak needs this or `duration`.
+    pub cycles: Option<u64>,
+    /// Run for this long.
+    pub duration: Option<Duration>,
+    /// `check` with cycles: how far to go on while the memory verdict is inconclusive
+    /// (default four times the cycles; equal to the cycles: never).
+    pub max_cycles: Option<u64>,
+    /// The fault plan (`close.marker=10%,open.db=nth:2`, or `none`). Default: the environment
+    /// variable [`FAULTS_ENV`] when set, else [`Lifecycle::default_faults`].
+    pub faults: Option<String>,
+    /// Seed of the plan's probabilities.
+    pub seed: u64,
+    /// The ledger's tracking depth. Default: `LEAKCHECK_TRACKING` when set, else sites.
+    pub tracking: Option<Depth>,
+    /// Directory for the report (report.json, samples.csv, plot.svg and, with feature `png`,
+    /// plot.png). Required by `soak`.
+    pub report: Option<PathBuf>,
+    /// Rewrite the report every this many cycles.
+    pub report_every: u64,
+    /// Take a memory sample every this many cycles (default: 1 for check, 5 for soak).
+    pub sample_every: Option<u64>,
+    /// Where the store's data lives (default: a temporary directory, removed afterwards).
+    pub dir: Option<PathBuf>,
+    /// Show progress on stderr (a bar on a terminal, a line every 10 s otherwise).
+    pub progress: bool,
+    /// SIGINT and SIGTERM end the run after the cycle in progress, with a final report marked
+    /// interrupted (installs a process-wide handler; the command line turns it on).
+    pub interruptible: bool,
+    /// Replaces the check that native allocations are visible to jemalloc (the test suite uses
+    /// it to prove a run without them ends inconclusive).
+    pub allocator_check: Option<fn() -> Result<(), String>>,
+}
+
+impl Default for RunOptions {
+    fn default() -> Self {
+        RunOptions {
+            mode: Mode::Check,
+            cycles: None,
+            duration: None,
+            max_cycles: None,
+            faults: None,
+            seed: 1,
+            tracking: None,
+            report: None,
+            report_every: 25,
+            sample_every: None,
+            dir: None,
+            progress: false,
+            interruptible: false,
+            allocator_check: None,
+        }
+    }
+}
+
+impl RunOptions {
+    /// Options for `mode`, the rest at their defaults.
+    pub fn new(mode: Mode) -> Self {
+        RunOptions { mode, ..RunOptions::default() }
+    }
+}
+
+/// What a store's constructor gets from [`run`].
+#[derive(Debug, Clone, Copy)]
+pub struct StoreEnv<'a> {
+    /// The run's ledger: register the store's handles in it (the tracked wrappers take it).
+    pub ledger: &'a Ledger,
+    /// Where the store keeps its data (created; removed afterwards unless the user chose it).
+    pub dir: &'a Path,
+}
+
+/// A store's constructor failed.
+pub type StoreSetupError = Box<dyn std::error::Error + Send + Sync>;
+
+/// A run could not start or finish. Every variant names the option or file at fault.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RunError {
+    /// An option is out of range or contradicts another.
+    #[error("{option}: {problem}")]
+    Invalid {
+        /// The option (`--cycles`).
+        option: &'static str,
+        /// What is wrong with it.
+        problem: String,
+    },
+    /// The fault plan does not parse, or names a point the store does not have.
+    #[error("--faults: {0}")]
+    Faults(#[from] FaultPlanError),
+    /// The tracking depth is unknown.
+    #[error("--tracking: {0}")]
+    Tracking(#[from] LedgerError),
+    /// A directory could not be made.
+    #[error("{option} {}: {source}", path.display())]
+    Dir {
+        /// The option (`--dir`), or `temporary directory`.
+        option: &'static str,
+        /// The directory.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The store's constructor failed.
+    #[error("cannot set up the store: {0}")]
+    Store(StoreSetupError),
+    /// The harness could not start (the data directory cannot be watched).
+    #[error(transparent)]
+    Harness(#[from] HarnessError),
+    /// The report could not be written or read.
+    #[error("{context}: {source}")]
+    Report {
+        /// What was being done (`--report /tmp/r`, `writing the report`).
+        context: String,
+        /// Why it failed.
+        source: ReportError,
+    },
+    /// The signal handler for SIGINT and SIGTERM could not be installed.
+    #[error("signal handler: {0}")]
+    Signal(std::io::Error),
+    /// The PNG plot could not be drawn.
+    #[error("drawing plot.png: {0}")]
+    Png(String),
+}
+
+fn invalid(option: &'static str, problem: impl Into<String>) -> RunError {
+    RunError::Invalid { option, problem: problem.into() }
+}
+
+/// A finished run: its report, and where it was written.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct RunOutcome {
+    /// The report (what `--json` prints and report.json holds).
+    pub report: RunReport,
+    /// The report directory, when one was asked for.
+    pub report_dir: Option<PathBuf>,
+}
+
+impl RunOutcome {
+    /// The run's verdict.
+    pub fn verdict(&self) -> Verdict {
+        self.report.verdict
+    }
+
+    /// The process exit code of the verdict: 0 clean, 1 leak, 3 inconclusive (2 is a usage
+    /// or environment error, [`RunError`]).
+    pub fn exit_code(&self) -> u8 {
+        exit_code(self.report.verdict)
+    }
+
+    /// The verdict table `leakcheck check` prints: header, cycles, one line per signal, leak
+    /// rate, return to baseline, the ledger's retained handles, integrity problems, verdict.
+    pub fn table(&self) -> String {
+        text::table(&self.report)
+    }
+
+    /// The report as pretty JSON.
+    pub fn json(&self) -> String {
+        serde_json::to_string_pretty(&self.report).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
+    }
+
+    /// Panics unless the verdict is clean, with the verdict table (and in it the ledger's
+    /// retained-handle table) as the message.
+    ///
+    /// # Panics
+    /// When the verdict is leak or inconclusive.
+    #[track_caller]
+    pub fn assert_clean(&self) {
+        if self.report.verdict != Verdict::Clean {
+            panic!("leakcheck: the store is not clean ({})\n\n{}", self.report.verdict, self.table());
+        }
+    }
+}
+
+impl std::fmt::Display for RunOutcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.table())
+    }
+}
+
+/// The exit code of a verdict: 0 clean, 1 leak, 3 inconclusive.
+pub fn exit_code(v: Verdict) -> u8 {
+    match v {
+        Verdict::Clean => 0,
+        Verdict::Leak => 1,
+        Verdict::Inconclusive => 3,
+    }
+}
+
+/// The options checked against each other, before any file is made.
+#[derive(Debug, Clone)]
+struct Plan {
+    depth: Depth,
+    cycles: u64,
+    max_cycles: Option<u64>,
+    sample_every: u64,
+}
+
+fn validate(opts: &RunOptions) -> Result<Plan, RunError> {
+    let soak = opts.mode == Mode::Soak;
+    let depth = match opts.tracking {
+        Some(d) => d,
+        None => Depth::from_env()?.unwrap_or_default(),
+    };
+    if let Some(text) = &opts.faults {
+        parse_plan(text)?;
+    }
+    if soak && opts.report.is_none() {
+        return Err(invalid("soak", "needs a report directory (--report DIR), where the report is kept up to date"));
+    }
+    if soak && opts.duration.is_none() && opts.cycles.is_none() {
+        return Err(invalid("soak", "needs --duration or --cycles"));
+    }
+    if opts.duration.is_some_and(|d| d.is_zero()) {
+        return Err(invalid("--duration", "must be longer than zero"));
+    }
+    if opts.report_every == 0 {
+        return Err(invalid("--report-every", "must be at least 1"));
+    }
+    if opts.sample_every == Some(0) {
+        return Err(invalid("--sample-every", "must be at least 1"));
+    }
+    let cycles = match (opts.cycles, opts.duration) {
+        (Some(c), _) => c,
+        (None, Some(_)) => u64::MAX,
+        (None, None) => DEFAULT_CHECK_CYCLES,
+    };
+    if cycles < MIN_CYCLES {
+        return Err(invalid("--cycles", format!("{cycles}: at least {MIN_CYCLES} cycles are needed for a verdict on memory")));
+    }
+    // How far `check` may go on while the verdict is inconclusive: the verdict says how many more
+    // cycles would decide, and a check should give a verdict, not a shrug.
+    let max_cycles = match (opts.max_cycles, soak || opts.duration.is_some()) {
+        (Some(_), true) => return Err(invalid("--max-cycles", "applies to check with --cycles, not to soak or --duration")),
+        (None, true) => None,
+        (Some(m), false) if m < cycles => return Err(invalid("--max-cycles", format!("{m}: less than --cycles {cycles}"))),
+        (Some(m), false) => Some(m),
+        (None, false) => Some(cycles.saturating_mul(4)),
+    };
+    let sample_every = opts.sample_every.unwrap_or(if soak { 5 } else { 1 });
+    Ok(Plan { depth, cycles, max_cycles, sample_every })
+}
+
+fn parse_plan(text: &str) -> Result<FaultPlan, FaultPlanError> {
+    if text.trim() == "none" {
+        Ok(FaultPlan::none())
+    } else {
+        FaultPlan::parse(text)
+    }
+}
+
+/// The plan in force: the option, else the environment, else the store's default; checked
+/// against the store's points.
+fn plan_for<L: Lifecycle>(opts: &RunOptions, store: &L) -> Result<FaultPlan, RunError> {
+    let text = match (&opts.faults, std::env::var(FAULTS_ENV)) {
+        (Some(t), _) => t.clone(),
+        (None, Ok(t)) => t,
+        (None, Err(_)) => store.default_faults(),
+    };
+    let plan = parse_plan(&text)?;
+    plan.validate(&store.fault_points())?;
+    Ok(plan)
+}
+
+/// Makes the store with `make` and runs it as `leakcheck check` or `soak` does.
+///
+/// Every problem with the options is found before any file is made (the data directory, if
+/// temporary, and the store come next; the report directory last, once the plan is known to fit
+/// the store).
+///
+/// # Errors
+/// [`RunError`]: a bad option, a constructor that failed, a report that cannot be written.
+pub fn run<L, E, F>(opts: &RunOptions, make: F) -> Result<RunOutcome, RunError>
+where
+    L: Lifecycle,
+    E: Into<StoreSetupError>,
+    F: FnOnce(&StoreEnv<'_>) -> Result<L, E>,
+{
+    let plan = validate(opts)?;
+    let scratch;
+    let data = match &opts.dir {
+        Some(d) => {
+            std::fs::create_dir_all(d).map_err(|source| RunError::Dir { option: "--dir", path: d.clone(), source })?;
+            d.join("leakcheck-store")
+        }
+        None => {
+            scratch = tempfile::Builder::new()
+                .prefix("leakcheck-")
+                .tempdir()
+                .map_err(|source| RunError::Dir { option: "temporary directory", path: std::env::temp_dir(), source })?;
+            scratch.path().join("store")
+        }
+    };
+    let ledger = Ledger::with_depth(plan.depth);
+    let mut store = make(&StoreEnv { ledger: &ledger, dir: &data }).map_err(|e| RunError::Store(e.into()))?;
+    drive(&mut store, &ledger, opts, &plan)
+}
+
+/// Runs `store` (already made, its handles registered in `ledger`) as [`run`] does.
+fn drive<L: Lifecycle>(store: &mut L, ledger: &Ledger, opts: &RunOptions, plan: &Plan) -> Result<RunOutcome, RunError> {
+    let soak = opts.mode == Mode::Soak;
+    let faults = plan_for(opts, store)?;
+    if let Some(dir) = &opts.report {
+        report::prepare_dir(dir).map_err(|source| RunError::Report { context: format!("--report {}", dir.display()), source })?;
+    }
+    let stop = if opts.interruptible { Some(crate::sys::stop_on_interrupt().map_err(RunError::Signal)?) } else { None };
+
+    let info = store.describe();
+    let settings = RunSettings {
+        command: opts.mode.name().to_string(),
+        store: info.name,
+        store_settings: info.settings,
+        cycles: plan.cycles,
+        max_cycles: plan.max_cycles,
+        duration_seconds: opts.duration.map(|d| d.as_secs_f64()),
+        plan: faults.to_string(),
+        seed: opts.seed,
+        tracking: plan.depth.name().to_string(),
+        sample_every: plan.sample_every,
+    };
+    let mut hc = HarnessConfig::default();
+    hc.cycles = plan.max_cycles.unwrap_or(plan.cycles);
+    hc.plan = faults;
+    hc.seed = opts.seed;
+    hc.sample_every = plan.sample_every;
+    hc.keep_records = !soak;
+    if let Some(check) = opts.allocator_check {
+        hc.allocator_check = check;
+    }
+    let continuation = Continuation::new(plan.cycles, &mut hc);
+    let analysis = hc.analysis;
+    let harness = Harness::new(hc);
+
+    let total = (plan.cycles != u64::MAX).then_some(plan.cycles);
+    let mut progress = Progress::new(total, !opts.progress);
+    let started = Instant::now();
+    let mut summary = CycleSummary::default();
+    let mut slope: Option<f64> = None;
+    let mut write_error = None;
+    let mut interrupted = false;
+    let result = harness.run_observed(store, ledger, |p| {
+        summary.add(p.record);
+        let cycle = p.record.cycle + 1;
+        if cycle % opts.report_every == 0 || cycle == 1 {
+            let interim = analyze(p.samples, None, None, &analysis);
+            slope = interim.leak_rate.as_ref().map(|r| r.bytes_per_cycle);
+            if let Some(dir) = &opts.report {
+                let r = RunReport::new(settings.clone(), &interim, summary.clone(), ledger.report(), cycle, started.elapsed().as_secs_f64(), false);
+                if let Err(e) = write_report(dir, &r, p.samples, false) {
+                    write_error = Some(e);
+                    return ControlFlow::Break(());
+                }
+            }
+        }
+        progress.tick(cycle, || {
+            let unexplained = p.samples.last().and_then(|s| s.sample.unexplained_bytes()).unwrap_or(0) as f64;
+            format!(
+                "retained handles {}  unexplained {}  slope {}",
+                ledger.retained_counts().values().sum::<u64>(),
+                text::human_bytes(unexplained),
+                slope.map_or("-".to_string(), |s| format!("{s:+.1} B/cycle"))
+            )
+        });
+        if stop.is_some_and(|s| s.load(Ordering::Relaxed)) {
+            interrupted = true;
+            return ControlFlow::Break(());
+        }
+        if opts.duration.is_some_and(|d| started.elapsed() >= d) {
+            return ControlFlow::Break(());
+        }
+        // Past the cycles asked for, stop as soon as the memory signals decide.
+        continuation.observe(p)
+    });
+    progress.finish();
+    if let Some(e) = write_error {
+        return Err(e);
+    }
+    let h = result?;
+    let elapsed = started.elapsed().as_secs_f64();
+    let final_summary = if soak {
+        summary
+    } else {
+        let mut s = CycleSummary::default();
+        for r in &h.records {
+            s.add(r);
+        }
+        s
+    };
+    let mut r = RunReport::new(settings, &h.verdict, final_summary, h.ledger.clone(), h.cycles_run, elapsed, true);
+    r.interrupted = interrupted;
+    if let Some(dir) = &opts.report {
+        write_report(dir, &r, &h.samples, true)?;
+    }
+    Ok(RunOutcome { report: r, report_dir: opts.report.clone() })
+}
+
+/// Writes report.json, samples.csv and the plots, each atomically (PNG only in the final
+/// report, with feature `png`: rendering takes longer than a cycle).
+fn write_report(dir: &Path, r: &RunReport, samples: &[CycleSample], last: bool) -> Result<(), RunError> {
+    let failed = |source| RunError::Report { context: "writing the report".to_string(), source };
+    report::write_dir(dir, r, samples).map_err(failed)?;
+    for plot in report::plot_svgs(r, samples) {
+        report::write_atomic(&dir.join(&plot.file_name), plot.svg.as_bytes()).map_err(failed)?;
+        #[cfg(feature = "png")]
+        if last {
+            let png = png_of(&plot.svg)?;
+            report::write_atomic(&dir.join(plot.file_name.replace(".svg", ".png")), &png).map_err(failed)?;
+        }
+    }
+    let _ = last;
+    Ok(())
+}
+
+/// Renders the SVG to PNG with the system's fonts (text is left out where none are installed).
+#[cfg(feature = "png")]
+fn png_of(svg: &str) -> Result<Vec<u8>, RunError> {
+    use resvg::{tiny_skia, usvg};
+    let mut opt = usvg::Options::default();
+    opt.fontdb_mut().load_system_fonts();
+    let tree = usvg::Tree::from_str(svg, &opt).map_err(|e| RunError::Png(e.to_string()))?;
+    let size = tree.size().to_int_size();
+    let mut pixmap = tiny_skia::Pixmap::new(size.width(), size.height()).ok_or_else(|| RunError::Png("empty plot".to_string()))?;
+    resvg::render(&tree, tiny_skia::Transform::default(), &mut pixmap.as_mut());
+    pixmap.encode_png().map_err(|e| RunError::Png(e.to_string()))
+}
+
+/// `compare OLD NEW`: reads both reports and compares them (exit 1 on a regression:
+/// [`Comparison::regressions`]).
+///
+/// # Errors
+/// A report that cannot be read, or limits that are not non-negative numbers.
+pub fn compare(old: &Path, new: &Path, limits: CompareLimits) -> Result<Comparison, RunError> {
+    let ok = |v: f64| v.is_finite() && v >= 0.0;
+    if !(ok(limits.max_rate_increase_bytes) && ok(limits.max_overhead_increase)) {
+        return Err(invalid("--max-rate-increase and --max-overhead-increase", "must be non-negative numbers"));
+    }
+    let read = |path: &Path| report::read(path).map_err(|source| RunError::Report { context: "compare".to_string(), source });
+    let a = read(old)?;
+    let b = read(new)?;
+    Ok(report::compare(&a, &b, limits))
+}

@@ -1,0 +1,129 @@
+//! The verdict table `check` prints.
+
+use std::fmt::Write;
+
+use crate::report::RunReport;
+use crate::Verdict;
+
+/// `1.5 KiB`, `3.2 MiB`, `12 B`.
+pub(crate) fn human_bytes(v: f64) -> String {
+    let a = v.abs();
+    if a >= 1024.0 * 1024.0 {
+        format!("{:.1} MiB", v / (1024.0 * 1024.0))
+    } else if a >= 1024.0 {
+        format!("{:.1} KiB", v / 1024.0)
+    } else {
+        format!("{v:.0} B")
+    }
+}
+
+fn fmt_num(v: Option<f64>, unit: &str) -> String {
+    match v {
+        None => "-".to_string(),
+        Some(v) if unit == "B" => human_bytes(v),
+        Some(v) => format!("{v:.2}"),
+    }
+}
+
+/// The table of `report`, as `check` prints it.
+pub(crate) fn table(r: &RunReport) -> String {
+    let mut out = String::new();
+    let s = &r.settings;
+    let _ = writeln!(
+        out,
+        "leakcheck {}: {}, {} cycles in {:.1} s{}{}",
+        s.command,
+        s.store_info(),
+        r.cycles_run,
+        r.elapsed_seconds,
+        if r.cycles_run > s.cycles {
+            format!(" ({} asked; went on while the verdict was inconclusive)", s.cycles)
+        } else {
+            String::new()
+        },
+        if r.interrupted { " (interrupted)" } else { "" }
+    );
+    let _ = writeln!(out, "fault plan: {} (seed {}), tracking: {}", if s.plan.is_empty() { "none" } else { &s.plan }, s.seed, s.tracking);
+    let c = &r.cycles_summary;
+    let mut cycles = format!("cycles with errors: open {}, work {}, close {}; panics {}", c.open_errors, c.work_errors, c.close_errors, c.panics);
+    // The store's own counts, where it keeps them (a store with offsets, a window store).
+    for (name, n) in [("malformed offsets skipped", c.malformed_offsets_skipped), ("late records dropped", c.late_records_dropped)] {
+        if n > 0 {
+            let _ = write!(cycles, "; {name} {n}");
+        }
+    }
+    let _ = writeln!(out, "{cycles}");
+    let _ = writeln!(out);
+    let _ = writeln!(out, "{:<32} {:<10} {:<14} {:>12} {:>26}", "signal", "class", "verdict", "per cycle", "interval / residue");
+    for e in &r.signals {
+        let verdict = match (e.informational, e.growth_below_tolerance) {
+            (true, _) => format!("({})", e.verdict),
+            (false, true) => format!("{} (grows)", e.verdict),
+            (false, false) => e.verdict.to_string(),
+        };
+        let (per_cycle, detail) = if e.kind == "exact" {
+            ("-".to_string(), format!("residue {}", fmt_num(e.max_residue, &e.unit)))
+        } else {
+            (
+                fmt_num(e.slope_per_cycle, &e.unit),
+                format!("[{}, {}]", fmt_num(e.lower, &e.unit), fmt_num(e.upper, &e.unit)),
+            )
+        };
+        let _ = writeln!(out, "{:<32} {:<10} {:<14} {:>12} {:>26}", e.name, e.class, verdict, per_cycle, detail);
+    }
+    let _ = writeln!(out, "(verdicts in parentheses are raw signals shown for reference; the run is judged on the net ones, after\n what RocksDB accounts for and the harness's own records)");
+    if r.signals.iter().any(|e| e.growth_below_tolerance && !e.informational) {
+        let _ = writeln!(out, "warning: \"clean (grows)\": growth below the tolerance, yet growth (the interval lies above zero)");
+    }
+    for e in r.signals.iter().filter(|e| !e.informational) {
+        if let (Some(at), Some(size)) = (e.step_at_cycle, e.step_size) {
+            let _ = writeln!(
+        out,
+                "retention: {} shifted once by {} at cycle {at}, left out of the slope (memory kept once: a pool or cache \
+                 filling, or a leak that happened once)",
+                e.name,
+                fmt_num(Some(size), &e.unit)
+            );
+        }
+    }
+    for e in r.signals.iter().filter(|e| e.verdict == Verdict::Inconclusive && !e.informational) {
+        if let Some(n) = e.more_cycles_needed {
+            let _ = writeln!(out, "{}: inconclusive, about {n} more cycles needed", e.name);
+        }
+    }
+    if let Some(rate) = &r.leak_rate {
+        let _ = writeln!(
+        out,
+            "\nleak rate ({}): {} per cycle, {} per store instance ({} instances per cycle)",
+            rate.signal,
+            human_bytes(rate.bytes_per_cycle),
+            human_bytes(rate.bytes_per_instance),
+            rate.instances_per_cycle
+        );
+    }
+    if let Some(b) = &r.baseline_return {
+        let _ = writeln!(
+        out,
+            "return to baseline: {} ({}, fds under dir {:+}, maps under dir {:+})",
+            b.verdict,
+            match (b.unexplained_delta_bytes, b.allocated_delta_bytes) {
+                (Some(u), Some(a)) => format!("unexplained {u:+}, allocated {a:+}"),
+                (None, Some(a)) => format!("allocated {a:+}"),
+                _ => "bytes unreadable".to_string(),
+            },
+            b.fds_under_dir_delta.unwrap_or(0),
+            b.maps_under_dir_delta.unwrap_or(0)
+        );
+    }
+    if let Some(why) = &r.bytes_unavailable {
+        let _ = writeln!(out, "\nbyte signals unavailable, so the run cannot be called clean: {why}");
+    }
+    if !r.ledger.is_clean() {
+        let _ = writeln!(out, "\n{}", r.ledger);
+    }
+    for p in &r.cycles_summary.integrity_problems {
+        let _ = writeln!(out, "integrity: {p}");
+    }
+    let _ = writeln!(out, "\nverdict: {}{}", r.verdict, if r.verdict == Verdict::Inconclusive { " (run more cycles)" } else { "" });
+    out
+}
