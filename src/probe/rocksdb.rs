@@ -177,6 +177,7 @@ mod tests {
         consumers.cache(&cache).write_buffer_manager(&wbm);
         let m = consumers.read().expect("read");
         assert!(m.cache_over_capacity_bytes > 4096, "{m:?}");
-        assert!(m.explained_bytes() <= 1024 + m.table_readers_total_bytes + m.mem_table_total_bytes, "{m:?}");
+        assert!(m.cache_bytes() <= 1024, "{m:?}");
+        assert!(m.explained_bytes() <= 1280 + m.unbounded_bytes(), "at most the capacity and its rounding: {m:?}");
     }
 }

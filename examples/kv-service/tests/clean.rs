@@ -1,0 +1,27 @@
+//! The kv service releases everything it creates, under its default fault plan (every fault
+//! point failing in 5% of its calls): one `leakcheck::check` call. The byte and OS signals are
+//! process-wide, so this is the only check in this file (this file is its own process).
+
+use kv_service::KvService;
+use leakcheck::{HandleKind, Ledger, Verdict};
+
+#[global_allocator]
+static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
+#[test]
+fn the_kv_service_is_clean_under_faults() -> Result<(), Box<dyn std::error::Error>> {
+    let dir = tempfile::tempdir()?;
+    let ledger = Ledger::new();
+    let mut service = KvService::new(dir.path().join("kv"), &ledger, 8 << 20)?;
+    let outcome = leakcheck::check(&mut service, &ledger).cycles(200).run()?;
+    outcome.assert_clean();
+    // What "clean" rests on: faults fired on every path, nothing retained, the bytes judged.
+    let r = &outcome.report;
+    let c = &r.cycles_summary;
+    assert!(c.open_errors > 0 && c.work_errors > 0 && c.close_errors > 0, "every phase failed sometimes: {c:?}");
+    assert_eq!(r.ledger.retained.len(), 0);
+    assert_eq!(ledger.live(HandleKind::Cache), 1, "the shared cache, declared, still alive");
+    assert_eq!(r.signal("unexplained_bytes").map(|s| s.verdict), Some(Verdict::Clean));
+    assert!(c.records_checked > 0 && r.signal("integrity").is_some_and(|s| s.verdict == Verdict::Clean), "{c:?}");
+    Ok(())
+}
