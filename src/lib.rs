@@ -41,6 +41,13 @@
 //!
 //! Process-wide signals (jemalloc, RSS, fds) are only trustworthy with one test per process: put
 //! such tests in their own integration-test files. Ledger tests have no such limit.
+//!
+//! # Your own store
+//!
+//! Implement [`Lifecycle`] (open, work, close, and optionally an integrity check) and judge it
+//! the way `leakcheck check` judges the reference store: [`check`] in `cargo test`,
+//! [`runner::run`] from code, [`runner::cli::main`] (feature `cli`) for a soak binary with
+//! `check`, `soak` and `compare`. `examples/kv-service` in the repository does all three.
 
 #![warn(missing_docs)]
 

@@ -5,6 +5,8 @@
 //! `rocksdb`) is a segmented store modelled on Kafka Streams' window stores.
 
 #[cfg(feature = "rocksdb")]
+pub mod catalogs;
+#[cfg(feature = "rocksdb")]
 pub mod clean;
 #[cfg(feature = "rocksdb")]
 pub mod fresh;

@@ -390,12 +390,14 @@ fn drive<L: Lifecycle>(store: &mut L, ledger: &Ledger, opts: &RunOptions, plan: 
         tracking: plan.depth.name().to_string(),
         sample_every: plan.sample_every,
     };
-    let mut hc = HarnessConfig::default();
-    hc.cycles = plan.max_cycles.unwrap_or(plan.cycles);
-    hc.plan = faults;
-    hc.seed = opts.seed;
-    hc.sample_every = plan.sample_every;
-    hc.keep_records = !soak;
+    let mut hc = HarnessConfig {
+        cycles: plan.max_cycles.unwrap_or(plan.cycles),
+        plan: faults,
+        seed: opts.seed,
+        sample_every: plan.sample_every,
+        keep_records: !soak,
+        ..HarnessConfig::default()
+    };
     if let Some(check) = opts.allocator_check {
         hc.allocator_check = check;
     }
