@@ -1,12 +1,14 @@
 //! Per cycle of the kv service (open, 50 writes and a scan, close): wall time, and with
-//! leakcheck's criterion measurements, bytes retained and handles retained (both about 0 for a
-//! service that releases everything).
+//! leakcheck's criterion measurement, the bytes a cycle leaves allocated. Those include the shared
+//! block cache filling (it keeps the blocks of flushed files until it is full, bounded by its
+//! capacity): a bench measures allocation, the check in tests/clean.rs judges what is a leak.
+//! Then the handles retained by all the cycles run, which must be none.
 use std::time::Duration;
 
 use criterion::measurement::Measurement;
 use criterion::Criterion;
 use kv_service::KvService;
-use leakcheck::bench::{RetainedBytes, RetainedHandles};
+use leakcheck::bench::RetainedBytes;
 use leakcheck::fault::Faults;
 use leakcheck::{CycleCtx, Ledger, Lifecycle};
 
@@ -36,6 +38,10 @@ fn main() {
     let ledger = Ledger::new();
     cycles(&mut Criterion::default().configure_from_args(), "time", &ledger);
     cycles(&mut Criterion::default().with_measurement(RetainedBytes::default()).configure_from_args(), "retained_bytes", &ledger);
-    cycles(&mut Criterion::default().with_measurement(RetainedHandles::new(&ledger)).configure_from_args(), "retained_handles", &ledger);
     Criterion::default().configure_from_args().final_summary();
+    // Criterion rejects a measurement that is always 0, which a clean store's retained handles
+    // are: count them once, over every cycle the benches ran.
+    let retained = ledger.retained_counts();
+    println!("kv_cycle/retained_handles after every cycle above: {retained:?}");
+    assert!(retained.is_empty(), "the kv service retained handles: {}", ledger.report());
 }
