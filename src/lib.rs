@@ -59,6 +59,7 @@ pub mod ledger;
 pub mod probe;
 pub mod report;
 pub mod runner;
+pub mod signal;
 mod sys;
 #[cfg(feature = "rocksdb")]
 pub mod tracked;
@@ -71,4 +72,5 @@ pub use ledger::{
 pub use probe::{Probe, Sample};
 pub use harness::{CycleCtx, Harness, HarnessConfig, HarnessReport, Integrity, Lifecycle, StoreInfo};
 pub use runner::check;
+pub use signal::{Class, Signal};
 pub use verdict::{SignalVerdict, Verdict};

@@ -14,6 +14,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 
 use crate::probe::Sample;
+use crate::signal::{Class, Signal};
 
 /// The outcome for one signal, or for a whole run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -396,11 +397,12 @@ pub struct SignalVerdict {
 }
 
 impl SignalVerdict {
-    /// A signal judged under `rule` with nothing decided yet: inconclusive, no figures.
-    fn undecided(signal: String, unit: &str, rule: Rule) -> Self {
+    /// A signal (a family's member when `qualifier` is given) judged under `rule` with nothing
+    /// decided yet: inconclusive, no figures.
+    fn undecided(signal: Signal, qualifier: Option<&str>, rule: Rule) -> Self {
         SignalVerdict {
-            signal,
-            unit: unit.to_string(),
+            signal: qualifier.map_or_else(|| signal.name().to_string(), |q| signal.qualified(q)),
+            unit: signal.unit().to_string(),
             verdict: Verdict::Inconclusive,
             rule,
             cycles: 0,
@@ -416,32 +418,45 @@ impl SignalVerdict {
             growth_below_tolerance: false,
         }
     }
+
+    /// The signal of the table this verdict is about ([`Signal::LiveHandlesOf`] for
+    /// `live_handles.Options`).
+    pub fn family(&self) -> Option<Signal> {
+        Signal::of_name(&self.signal)
+    }
+
+    /// Whether it only corroborates ([`Signal::corroborating`]).
+    pub fn corroborating(&self) -> bool {
+        self.family().is_some_and(Signal::corroborating)
+    }
 }
 
 /// Judges one series taken at cycles 0, 1, 2, … (`None` where the signal could not be read),
 /// with the default [`Evidence`] floor. See [`judge_at`].
-pub fn judge(signal: &str, unit: &str, values: &[Option<f64>], rule: Rule, warmup: usize) -> SignalVerdict {
+pub fn judge(signal: Signal, values: &[Option<f64>], rule: Rule, warmup: usize) -> SignalVerdict {
     let cycles: Vec<u64> = (0..values.len() as u64).collect();
-    judge_at(signal, unit, &cycles, values, rule, warmup as u64, Evidence::default())
+    judge_at(signal, None, &cycles, values, rule, warmup as u64, Evidence::default())
 }
 
 /// Judges one series: `values[i]` was read after cycle `cycles[i]` (`None` where the signal could
-/// not be read; it stays a gap at its cycle).
+/// not be read; it stays a gap at its cycle). `qualifier` names the member of a family
+/// (`Some("Options")` for `live_handles.Options`).
 ///
 /// Statistical signals skip the samples of cycles before `warmup_cycles` (caches filling,
 /// allocator arenas growing), and say clean or leak only with the `evidence` floor met; their
 /// slopes are per cycle whatever the sampling. Exact signals judge every cycle, warm-up included:
 /// a handle leaked in cycle 0 is a leak in cycle 0.
+#[allow(clippy::too_many_arguments)]
 pub fn judge_at(
-    signal: &str,
-    unit: &str,
+    signal: Signal,
+    qualifier: Option<&str>,
     cycles: &[u64],
     values: &[Option<f64>],
     rule: Rule,
     warmup_cycles: u64,
     evidence: Evidence,
 ) -> SignalVerdict {
-    let mut v = SignalVerdict::undecided(signal.to_string(), unit, rule);
+    let mut v = SignalVerdict::undecided(signal, qualifier, rule);
     let readable = cycles.iter().zip(values).filter_map(|(c, x)| x.map(|x| (*c, x)));
     match rule {
         Rule::Exact { expected } => {
@@ -748,8 +763,13 @@ pub struct RunVerdict {
 }
 
 impl RunVerdict {
-    /// The verdict of one signal by name.
-    pub fn signal(&self, name: &str) -> Option<&SignalVerdict> {
+    /// The verdict of one signal (of a family: its first member).
+    pub fn signal(&self, signal: Signal) -> Option<&SignalVerdict> {
+        self.signals.iter().find(|s| s.family() == Some(signal))
+    }
+
+    /// The verdict of one signal by its name in reports (`live_handles.Options`).
+    pub fn signal_named(&self, name: &str) -> Option<&SignalVerdict> {
         self.signals.iter().find(|s| s.signal == name)
     }
 
@@ -766,7 +786,7 @@ impl RunVerdict {
     /// jemalloc's counters): a byte signal that looked clean becomes inconclusive, and so does the
     /// run. A leak stays a leak (what is visible did grow).
     pub fn mark_bytes_unavailable(&mut self, reason: String) {
-        for s in self.signals.iter_mut().filter(|s| s.unit == "B" && s.verdict == Verdict::Clean) {
+        for s in self.signals.iter_mut().filter(|s| s.family().is_some_and(|f| f.class() == Class::Bytes) && s.verdict == Verdict::Clean) {
             s.verdict = Verdict::Inconclusive;
             s.growth_below_tolerance = false;
         }
@@ -775,33 +795,22 @@ impl RunVerdict {
     }
 }
 
-/// Coarse signals corroborate: page-granular memory (resident, RSS) and the whole process's fds,
-/// maps and threads (the allocator maps extents, RocksDB starts threads, on its own schedule).
-/// They can call a leak, but their noise alone does not hold a run's verdict at "inconclusive"
-/// once the exact byte count and the exact per-directory and per-handle signals have decided.
-pub(crate) fn corroborating(signal: &str) -> bool {
-    signal.contains("resident")
-        || signal.contains("rss")
-        || signal.starts_with(PER_FIRING_PREFIX)
-        || matches!(signal, "maps" | "file_maps" | "open_fds" | "threads" | "rocksdb_explained_bytes")
-}
-
 /// The run's verdict from its signals: the worst of the judged (not informational) ones, where a
-/// corroborating signal's "inconclusive" counts as clean.
+/// corroborating signal's "inconclusive" counts as clean ([`Signal::corroborating`]: coarse
+/// signals, page-granular memory and the whole process's fds, maps and threads, can call a leak,
+/// but their noise alone does not hold a run at "inconclusive" once the exact byte count and the
+/// exact per-directory and per-handle signals have decided).
 pub fn aggregate(signals: &[SignalVerdict]) -> Verdict {
     signals
         .iter()
         .filter(|s| !s.informational)
-        .map(|s| if corroborating(&s.signal) && s.verdict == Verdict::Inconclusive { Verdict::Clean } else { s.verdict })
+        .map(|s| if s.corroborating() && s.verdict == Verdict::Inconclusive { Verdict::Clean } else { s.verdict })
         .fold(Verdict::Clean, Verdict::worst)
 }
 
 fn delta(a: Option<u64>, b: Option<u64>) -> Option<i64> {
     Some(b? as i64 - a? as i64)
 }
-
-/// Prefix of the per-fault-point byte signals ([`attribute_faults`]).
-pub const PER_FIRING_PREFIX: &str = "bytes_per_firing.";
 
 /// Judged cycles in which a point must have fired before [`attribute_faults`] judges it. Fewer
 /// firings are too few against background work that spans cycles: a long-lived DB's compactions
@@ -856,7 +865,7 @@ pub fn attribute_faults(
         if only.len() < MIN_FIRING_CYCLES || clean.len() < 2 * MIN_FIRING_CYCLES {
             continue;
         }
-        out.push(shift_verdict(format!("{PER_FIRING_PREFIX}{point}"), &only, &clean, tolerance_per_firing, 1.0 - alpha));
+        out.push(shift_verdict(Signal::BytesPerFiring, point, &only, &clean, tolerance_per_firing, 1.0 - alpha));
     }
     out
 }
@@ -864,9 +873,16 @@ pub fn attribute_faults(
 /// The Hodges-Lehmann shift of `changed` over `reference` (bytes per cycle or per firing),
 /// judged against `tolerance`: a leak when its interval at `confidence` lies above it, clean when
 /// below, inconclusive between.
-pub(crate) fn shift_verdict(signal: String, changed: &[f64], reference: &[f64], tolerance: f64, confidence: f64) -> SignalVerdict {
+pub(crate) fn shift_verdict(
+    signal: Signal,
+    qualifier: &str,
+    changed: &[f64],
+    reference: &[f64],
+    tolerance: f64,
+    confidence: f64,
+) -> SignalVerdict {
     let (shift, lower, upper) = hodges_lehmann(changed, reference, confidence);
-    let mut v = SignalVerdict::undecided(signal, "B", Rule::Statistical { tolerance_per_cycle: tolerance, confidence });
+    let mut v = SignalVerdict::undecided(signal, Some(qualifier), Rule::Statistical { tolerance_per_cycle: tolerance, confidence });
     v.verdict = against_tolerance(lower, upper, tolerance);
     v.cycles = changed.len();
     (v.slope_per_cycle, v.lower, v.upper) = (Some(shift), Some(lower), Some(upper));
@@ -906,15 +922,15 @@ pub fn analyze(cycles: &[CycleSample], baseline: Option<&Sample>, last: Option<&
     let stat = |tolerance: f64| Rule::Statistical { tolerance_per_cycle: tolerance, confidence };
     let t = &cfg.tolerances;
     let at: Vec<u64> = cycles.iter().map(|c| c.cycle).collect();
-    let judge = |signal: &str, unit: &str, values: &[Option<f64>], rule: Rule, warmup: u64| {
-        judge_at(signal, unit, &at, values, rule, warmup, cfg.evidence)
+    let judge = |signal: Signal, values: &[Option<f64>], rule: Rule, warmup: u64| {
+        judge_at(signal, None, &at, values, rule, warmup, cfg.evidence)
     };
     let page_evidence = Evidence {
         min_points: cfg.evidence.min_points.max(Evidence::PAGE_GRANULAR.min_points),
         min_cycles: cfg.evidence.min_cycles.max(Evidence::PAGE_GRANULAR.min_cycles),
     };
-    let judge_pages = |signal: &str, values: &[Option<f64>], tolerance: f64| {
-        judge_at(signal, "B", &at, values, stat(tolerance), warmup, page_evidence)
+    let judge_pages = |signal: Signal, values: &[Option<f64>], tolerance: f64| {
+        judge_at(signal, None, &at, values, stat(tolerance), warmup, page_evidence)
     };
     let series = |f: &dyn Fn(&Sample) -> Option<f64>| cycles.iter().map(|c| f(&c.sample)).collect::<Vec<_>>();
     let mut signals = Vec::new();
@@ -927,16 +943,16 @@ pub fn analyze(cycles: &[CycleSample], baseline: Option<&Sample>, last: Option<&
     let explained = |s: &Sample| s.explained_bytes() as f64;
     type Reader<'a> = &'a dyn Fn(&Sample) -> Option<f64>;
     let allocated: Reader<'_> = &|s| s.allocated_bytes().map(|v| v as f64);
-    let mut v = judge("allocated_bytes", "B", &series(allocated), stat(t.allocated_bytes_per_cycle), warmup);
+    let mut v = judge(Signal::AllocatedBytes, &series(allocated), stat(t.allocated_bytes_per_cycle), warmup);
     v.informational = explained_known;
     signals.push(v);
     if explained_known {
         let net = series(&|s| allocated(s).map(|v| v - explained(s)));
-        signals.push(judge("unexplained_bytes", "B", &net, stat(t.allocated_bytes_per_cycle), warmup));
+        signals.push(judge(Signal::UnexplainedBytes, &net, stat(t.allocated_bytes_per_cycle), warmup));
         // What was subtracted, shown: a store whose data grows explains more each cycle (its
         // table readers, its cache filling), so this is not judged; a slope here is where to
         // look when the net signal is clean and memory still grows.
-        let mut v = judge("explained_bytes", "B", &series(&|s| Some(explained(s))), stat(t.allocated_bytes_per_cycle), warmup);
+        let mut v = judge(Signal::ExplainedBytes, &series(&|s| Some(explained(s))), stat(t.allocated_bytes_per_cycle), warmup);
         v.informational = true;
         signals.push(v);
         // The part RocksDB explains must level off: memtables pinned by a leaked iterator are
@@ -945,73 +961,73 @@ pub fn analyze(cycles: &[CycleSample], baseline: Option<&Sample>, last: Option<&
         // filling grows for thousands of cycles (blocks of flushed and compacted files).
         let rocksdb_part = series(&|s| s.rocksdb.map(|r| r.unbounded_bytes() as f64));
         if rocksdb_part.iter().any(Option::is_some) {
-            signals.push(judge("rocksdb_explained_bytes", "B", &rocksdb_part, stat(t.rocksdb_bytes_per_cycle), warmup));
+            signals.push(judge(Signal::RocksdbExplainedBytes, &rocksdb_part, stat(t.rocksdb_bytes_per_cycle), warmup));
         }
     }
     // Resident memory after a purge is page-granular and moves with the allocator's own
     // fragmentation (a 4 x 8 store grew it 6 KiB a cycle while its allocated bytes stayed flat):
     // where allocated bytes are read, they are the byte count, and resident is shown only.
     let resident: Reader<'_> = &|s| s.jemalloc.filter(|j| j.purged).map(|j| j.resident_bytes as f64);
-    let mut v = judge_pages("resident_bytes", &series(resident), t.resident_bytes_per_cycle);
+    let mut v = judge_pages(Signal::ResidentBytes, &series(resident), t.resident_bytes_per_cycle);
     v.informational = cycles.iter().any(|c| c.sample.allocated_bytes().is_some());
     signals.push(v);
     // Anonymous RSS outside jemalloc's resident pages: thread stacks, anonymous maps, a second
     // allocator (C code that bypasses the override): what no byte count sees. Judged net of
     // jemalloc where jemalloc is read (its own pages are judged through allocated bytes above).
     let rss_anon: Reader<'_> = &|s| s.process.rss_anon_bytes.map(|v| v as f64);
-    let mut v = judge_pages("rss_anon_bytes", &series(rss_anon), t.rss_bytes_per_cycle);
+    let mut v = judge_pages(Signal::RssAnonBytes, &series(rss_anon), t.rss_bytes_per_cycle);
     let outside = series(&|s| Some(rss_anon(s)? - resident(s)?));
     if outside.iter().any(Option::is_some) {
         v.informational = true;
         signals.push(v);
-        signals.push(judge_pages("rss_anon_outside_jemalloc_bytes", &outside, t.rss_bytes_per_cycle));
+        signals.push(judge_pages(Signal::RssAnonOutsideJemallocBytes, &outside, t.rss_bytes_per_cycle));
     } else {
         signals.push(v);
     }
     // RSS counts the pages of mapped files too (a store reading SST files through mmap grows it
     // with its data): shown, judged through its anonymous part above.
-    let mut rss = judge_pages("rss_bytes", &series(&|s| s.process.rss_bytes.map(|v| v as f64)), t.rss_bytes_per_cycle);
+    let mut rss = judge_pages(Signal::RssBytes, &series(&|s| s.process.rss_bytes.map(|v| v as f64)), t.rss_bytes_per_cycle);
     rss.informational = true;
     signals.push(rss);
-    signals.push(judge("open_fds", "fds", &series(&|s| s.process.open_fds.map(|v| v as f64)), stat(t.os_per_cycle), warmup));
+    signals.push(judge(Signal::OpenFds, &series(&|s| s.process.open_fds.map(|v| v as f64)), stat(t.os_per_cycle), warmup));
     // All maps move with the allocator's extents (a 4 x 8 store: 0.02 a cycle with its bytes
     // flat): shown; the maps of files are judged, those under the store's directory exactly.
-    let mut maps = judge("maps", "maps", &series(&|s| s.process.maps.map(|v| v as f64)), stat(t.os_per_cycle), warmup);
+    let mut maps = judge(Signal::Maps, &series(&|s| s.process.maps.map(|v| v as f64)), stat(t.os_per_cycle), warmup);
     let file_maps = series(&|s| s.process.file_maps.map(|v| v as f64));
     if file_maps.iter().any(Option::is_some) {
         maps.informational = true;
         signals.push(maps);
-        signals.push(judge("file_maps", "maps", &file_maps, stat(t.os_per_cycle), warmup));
+        signals.push(judge(Signal::FileMaps, &file_maps, stat(t.os_per_cycle), warmup));
     } else {
         signals.push(maps);
     }
-    signals.push(judge("threads", "threads", &series(&|s| s.process.threads.map(|v| v as f64)), stat(t.os_per_cycle), warmup));
+    signals.push(judge(Signal::Threads, &series(&|s| s.process.threads.map(|v| v as f64)), stat(t.os_per_cycle), warmup));
 
     // Exact: nothing of the store's directory stays open or mapped after a close.
     let expect = |f: &dyn Fn(&Sample) -> Option<u64>| baseline.and_then(f).unwrap_or(0) as f64;
     let fds_under = series(&|s| s.process.open_fds_under_dir.map(|v| v as f64));
     if fds_under.iter().any(Option::is_some) {
         let rule = Rule::Exact { expected: expect(&|s| s.process.open_fds_under_dir) };
-        signals.push(judge("open_fds_under_dir", "fds", &fds_under, rule, 0));
+        signals.push(judge(Signal::OpenFdsUnderDir, &fds_under, rule, 0));
     }
     let maps_under = series(&|s| s.process.maps_under_dir.map(|v| v as f64));
     if maps_under.iter().any(Option::is_some) {
         let rule = Rule::Exact { expected: expect(&|s| s.process.maps_under_dir) };
-        signals.push(judge("maps_under_dir", "maps", &maps_under, rule, 0));
+        signals.push(judge(Signal::MapsUnderDir, &maps_under, rule, 0));
     }
     // Exact: no undeclared handle of any kind after any cycle.
     let kinds: BTreeSet<&String> = cycles.iter().flat_map(|c| c.retained_handles.keys()).collect();
     for kind in kinds {
         let values: Vec<Option<f64>> =
             cycles.iter().map(|c| Some(c.retained_handles.get(kind).copied().unwrap_or(0) as f64)).collect();
-        signals.push(judge(&format!("live_handles.{kind}"), "handles", &values, Rule::Exact { expected: 0.0 }, 0));
+        signals.push(judge_at(Signal::LiveHandlesOf, Some(kind), &at, &values, Rule::Exact { expected: 0.0 }, 0, cfg.evidence));
     }
 
-    let rate_signal = if explained_known { "unexplained_bytes" } else { "allocated_bytes" };
-    let leak_rate = signals.iter().find(|s| s.signal == rate_signal).and_then(|s| s.slope_per_cycle).map(|slope| {
+    let rate_signal = if explained_known { Signal::UnexplainedBytes } else { Signal::AllocatedBytes };
+    let leak_rate = signals.iter().find(|s| s.family() == Some(rate_signal)).and_then(|s| s.slope_per_cycle).map(|slope| {
         let instances = cfg.instances_per_cycle.max(1);
         LeakRate {
-            signal: rate_signal.to_string(),
+            signal: rate_signal.name().to_string(),
             bytes_per_cycle: slope,
             bytes_per_instance: slope / instances as f64,
             instances_per_cycle: instances,
@@ -1048,7 +1064,7 @@ pub fn analyze(cycles: &[CycleSample], baseline: Option<&Sample>, last: Option<&
 
     // Page-granular and process-wide signals move in steps of their own: their growth under the
     // tolerance is no evidence worth a warning (they can still call a leak).
-    for s in signals.iter_mut().filter(|s| corroborating(&s.signal)) {
+    for s in signals.iter_mut().filter(|s| s.corroborating()) {
         s.growth_below_tolerance = false;
     }
     let mut verdict = aggregate(&signals);
@@ -1130,8 +1146,8 @@ mod tests {
             analyze(&samples, None, None, &cfg)
         };
         let clean = run(0);
-        assert_eq!(clean.signal("unexplained_bytes").map(|s| s.verdict), Some(Verdict::Clean), "{clean:?}");
-        assert_eq!(clean.signal("rocksdb_explained_bytes").map(|s| s.verdict), Some(Verdict::Clean), "the cache is bounded");
+        assert_eq!(clean.signal(Signal::UnexplainedBytes).map(|s| s.verdict), Some(Verdict::Clean), "{clean:?}");
+        assert_eq!(clean.signal(Signal::RocksdbExplainedBytes).map(|s| s.verdict), Some(Verdict::Clean), "the cache is bounded");
         assert_eq!(clean.verdict, Verdict::Clean);
         let leaking = run(1_000);
         assert_eq!(leaking.verdict, Verdict::Leak, "{leaking:?}");
@@ -1148,8 +1164,8 @@ mod tests {
             .map(|c| CycleSample::new(c, sample(10_000_000 + filled(c), Some(filled(c))), BTreeMap::new(), true))
             .collect();
         let v = analyze(&explained, None, None, &cfg);
-        assert_eq!(v.signal("unexplained_bytes").map(|s| s.verdict), Some(Verdict::Clean));
-        assert_eq!(v.signal("rocksdb_explained_bytes").map(|s| s.verdict), Some(Verdict::Clean));
+        assert_eq!(v.signal(Signal::UnexplainedBytes).map(|s| s.verdict), Some(Verdict::Clean));
+        assert_eq!(v.signal(Signal::RocksdbExplainedBytes).map(|s| s.verdict), Some(Verdict::Clean));
         assert_eq!(v.verdict, Verdict::Clean, "{v:?}");
         // The same growth that never levels off: what RocksDB accounts for is itself the leak
         // (memtables pinned by leaked iterators are RocksDB's memory too).
@@ -1157,9 +1173,9 @@ mod tests {
             .map(|c| CycleSample::new(c, sample(10_000_000 + 50_000 * c, Some(50_000 * c)), BTreeMap::new(), true))
             .collect();
         let v = analyze(&growing, None, None, &cfg);
-        assert_eq!(v.signal("allocated_bytes").map(|s| (s.verdict, s.informational)), Some((Verdict::Leak, true)));
-        assert_eq!(v.signal("unexplained_bytes").map(|s| s.verdict), Some(Verdict::Clean));
-        assert_eq!(v.signal("rocksdb_explained_bytes").map(|s| s.verdict), Some(Verdict::Leak));
+        assert_eq!(v.signal(Signal::AllocatedBytes).map(|s| (s.verdict, s.informational)), Some((Verdict::Leak, true)));
+        assert_eq!(v.signal(Signal::UnexplainedBytes).map(|s| s.verdict), Some(Verdict::Clean));
+        assert_eq!(v.signal(Signal::RocksdbExplainedBytes).map(|s| s.verdict), Some(Verdict::Leak));
         assert_eq!(v.verdict, Verdict::Leak, "{v:?}");
         // 32 instances per cycle each leaking 300 B that nothing explains, beside levelled growth.
         let leaking: Vec<CycleSample> = (0..200)
@@ -1167,7 +1183,7 @@ mod tests {
             .collect();
         let v = analyze(&leaking, None, None, &cfg);
         assert_eq!(v.verdict, Verdict::Leak);
-        assert_eq!(v.signal("rocksdb_explained_bytes").map(|s| s.verdict), Some(Verdict::Clean));
+        assert_eq!(v.signal(Signal::RocksdbExplainedBytes).map(|s| s.verdict), Some(Verdict::Clean));
         let rate = v.leak_rate.expect("rate");
         assert_eq!(rate.signal, "unexplained_bytes");
         assert!((rate.bytes_per_cycle - 9600.0).abs() < 1.0 && (rate.bytes_per_instance - 300.0).abs() < 0.1, "{rate:?}");
@@ -1181,7 +1197,7 @@ mod tests {
         let cycles: Vec<CycleSample> =
             (0..200).map(|c| CycleSample::new(c, sample(level(c), Some(0)), BTreeMap::new(), true)).collect();
         let v = analyze(&cycles, None, None, &cfg);
-        let bytes = v.signal("unexplained_bytes").expect("signal");
+        let bytes = v.signal(Signal::UnexplainedBytes).expect("signal");
         assert_eq!(bytes.verdict, Verdict::Clean, "{bytes:?}");
         assert_eq!(bytes.step_at_cycle, Some(100), "{bytes:?}");
         assert!(bytes.step_size.is_some_and(|s| (s - 50_000.0).abs() < 500.0), "{bytes:?}");
@@ -1189,7 +1205,7 @@ mod tests {
         let flat: Vec<CycleSample> =
             (0..200).map(|c| CycleSample::new(c, sample(level(c) - if c >= 100 { 50_000 } else { 0 }, Some(0)), BTreeMap::new(), true)).collect();
         let v = analyze(&flat, None, None, &cfg);
-        assert_eq!(v.signal("unexplained_bytes").and_then(|s| s.step_at_cycle), None);
+        assert_eq!(v.signal(Signal::UnexplainedBytes).and_then(|s| s.step_at_cycle), None);
     }
 
     #[test]
@@ -1215,7 +1231,7 @@ mod tests {
         let base = sample(9_000_000, None);
         let mut last = sample(10_000_000, None);
         let v = analyze(&cycles, Some(&base), Some(&last), &cfg);
-        let h = v.signal("live_handles.Options").expect("handle signal");
+        let h = v.signal_named("live_handles.Options").expect("handle signal");
         assert_eq!((h.verdict, h.first_cycle_with_residue), (Verdict::Leak, Some(7)));
         assert_eq!(v.baseline_return.as_ref().map(|b| b.verdict), Some(Verdict::Clean));
         last.process.open_fds_under_dir = Some(2);

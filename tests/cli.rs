@@ -9,7 +9,7 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use leakcheck::report::{self, RunReport};
-use leakcheck::Verdict;
+use leakcheck::{Signal, Verdict};
 
 const BIN: &str = env!("CARGO_BIN_EXE_leakcheck");
 const SMALL: [&str; 4] = ["--tasks", "1", "--segments", "2"];
@@ -105,7 +105,7 @@ fn check_goes_on_while_inconclusive_up_to_max_cycles() {
     let (exit, fixed) = run("30");
     assert_eq!((exit, fixed.verdict), (3, Verdict::Inconclusive));
     assert_eq!((fixed.cycles_run, fixed.settings.max_cycles), (30, Some(30)));
-    let bytes = fixed.signal("unexplained_bytes").expect("bytes signal");
+    let bytes = fixed.signal(Signal::UnexplainedBytes).expect("bytes signal");
     assert_eq!(bytes.verdict, Verdict::Inconclusive);
     assert!(bytes.more_cycles_needed.is_some_and(|n| n >= 20), "{bytes:?}");
     let (_, r) = run("400");
@@ -125,7 +125,7 @@ fn check_with_a_planted_leak_exits_1_and_names_the_signal() {
     assert_eq!(code(&out), 1, "stderr: {}", String::from_utf8_lossy(&out.stderr));
     let r: RunReport = serde_json::from_slice(&out.stdout).expect("report");
     assert_eq!(r.verdict, Verdict::Leak);
-    assert_eq!(r.signal("live_handles").map(|s| s.verdict), Some(Verdict::Leak));
+    assert_eq!(r.signal(Signal::LiveHandles).map(|s| s.verdict), Some(Verdict::Leak));
     assert!(r.ledger.retained.iter().any(|g| g.kind == "Options"));
 }
 

@@ -8,7 +8,7 @@
 use leakcheck::fault::FaultPlan;
 use leakcheck::harness::reference::{ReferenceConfig, ReferenceStore};
 use leakcheck::harness::Continuation;
-use leakcheck::{Harness, HarnessConfig, Ledger, Verdict};
+use leakcheck::{Harness, HarnessConfig, Ledger, Signal, Verdict};
 
 #[test]
 fn the_reference_store_is_clean_under_faults() {
@@ -27,7 +27,7 @@ fn the_reference_store_is_clean_under_faults() {
     }
     let faulted = report.records.iter().filter(|r| !r.faults_fired.is_empty()).count();
     assert!(faulted > 20, "the plan must fire: {faulted} faulted cycles");
-    for name in ["live_handles", "swallowed_close_errors", "integrity", "open_fds_under_dir", "maps_under_dir"] {
+    for name in [Signal::LiveHandles, Signal::SwallowedCloseErrors, Signal::Integrity, Signal::OpenFdsUnderDir, Signal::MapsUnderDir] {
         let s = report.verdict.signal(name).unwrap_or_else(|| panic!("signal {name}"));
         assert_eq!(s.verdict, Verdict::Clean, "{name}: {s:?}");
     }

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use leakcheck::fault::FaultPlan;
 use leakcheck::harness::Phase;
-use leakcheck::{CycleCtx, HandleKind, Harness, HarnessConfig, Integrity, Ledger, Lifecycle, Token, Verdict};
+use leakcheck::{CycleCtx, HandleKind, Harness, HarnessConfig, Integrity, Ledger, Lifecycle, Signal, Token, Verdict};
 
 const CONN: HandleKind = HandleKind::Other("connection");
 
@@ -89,7 +89,7 @@ fn a_correct_toy_store_is_clean_under_faults() {
     assert!(report.records.iter().all(|r| r.retained_handles.is_empty()));
     assert!(report.records.iter().any(|r| matches!(r.close, Phase::Error(_))));
     assert!(report.records.iter().any(|r| matches!(r.open, Phase::Error(_)) && r.work == Phase::Skipped));
-    let handles = report.verdict.signal("live_handles").expect("handles signal");
+    let handles = report.verdict.signal(Signal::LiveHandles).expect("handles signal");
     assert_eq!(handles.verdict, Verdict::Clean);
     assert_eq!(ledger.live(CONN), 0);
 }
@@ -103,7 +103,7 @@ fn a_leak_on_the_flush_error_path_is_caught_in_the_first_faulted_cycle() {
     assert_eq!(first, Some(2), "the 3rd close fails and leaks");
     assert_eq!(report.records[2].retained_handles, BTreeMap::from([("connection".to_string(), 1)]));
     assert_eq!(report.records[2].faults_fired, BTreeMap::from([("close.flush".to_string(), 1)]));
-    let handles = report.verdict.signal("live_handles.connection").expect("per-kind signal");
+    let handles = report.verdict.signal_named("live_handles.connection").expect("per-kind signal");
     assert_eq!((handles.verdict, handles.first_cycle_with_residue), (Verdict::Leak, Some(2)));
     assert_eq!(report.verdict.verdict, Verdict::Leak);
     let site = report.ledger.retained[0].site.as_deref().unwrap_or("");
@@ -165,5 +165,5 @@ fn invisible_native_allocations_make_a_run_inconclusive_not_clean() {
     assert!(!bytes.is_empty());
     assert!(bytes.iter().all(|s| s.verdict != Verdict::Clean), "{bytes:?}");
     // The exact signals still judge: nothing retained.
-    assert_eq!(report.verdict.signal("live_handles").map(|s| s.verdict), Some(Verdict::Clean));
+    assert_eq!(report.verdict.signal(Signal::LiveHandles).map(|s| s.verdict), Some(Verdict::Clean));
 }

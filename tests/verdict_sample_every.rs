@@ -6,7 +6,7 @@
 
 use leakcheck::harness::fresh::FreshDbLoop;
 use leakcheck::harness::planted::PlantedMalloc;
-use leakcheck::{Harness, HarnessConfig, Ledger, Verdict};
+use leakcheck::{Harness, HarnessConfig, Ledger, Signal, Verdict};
 
 const CYCLES: u64 = 220;
 
@@ -21,7 +21,7 @@ fn the_slope_is_per_cycle_at_any_sample_interval() {
         cfg.cycles = CYCLES;
         cfg.sample_every = every;
         let report = Harness::new(cfg).run(&mut store, &ledger).expect("run");
-        let s = report.verdict.signal("unexplained_bytes").expect("bytes signal").clone();
+        let s = report.verdict.signal(Signal::UnexplainedBytes).expect("bytes signal").clone();
         eprintln!("sample every {every}: {:?} {:?} [{:?}, {:?}] from {} samples", s.verdict, s.slope_per_cycle, s.lower, s.upper, s.cycles);
         assert_eq!(s.verdict, Verdict::Leak, "every {every}: {s:?}");
         assert_eq!(report.samples.len() as u64, CYCLES.div_ceil(every));

@@ -2,8 +2,8 @@
 //! staircase, a sawtooth (periodic compaction), an outlier burst; exact signals; the estimate of
 //! cycles still needed. Pure computation: tests may run in parallel.
 
-use leakcheck::verdict::{judge, theil_sen, Rule};
-use leakcheck::Verdict;
+use leakcheck::verdict::{judge, judge_at, theil_sen, Evidence, Rule};
+use leakcheck::{Signal, Verdict};
 
 /// splitmix64 + Box-Muller: reproducible Gaussian noise without a dependency.
 struct Noise(u64);
@@ -32,7 +32,7 @@ fn series(seed: u64, sd: f64, f: impl Fn(usize) -> f64) -> Vec<Option<f64>> {
 }
 
 fn verdict_of(values: &[Option<f64>]) -> leakcheck::SignalVerdict {
-    let v = judge("allocated_bytes", "B", values, RULE, 20);
+    let v = judge(Signal::AllocatedBytes, values, RULE, 20);
     eprintln!("{:?} slope {:?} [{:?}, {:?}] step {:?}", v.verdict, v.slope_per_cycle, v.lower, v.upper, v.step_at_cycle);
     v
 }
@@ -93,7 +93,7 @@ fn a_leak_riding_on_a_sawtooth_is_still_a_leak() {
 fn too_few_cycles_near_the_tolerance_is_inconclusive_with_an_estimate() {
     let mut noise = Noise(10);
     let values: Vec<Option<f64>> = (0..60).map(|i| Some(BASE + 100.0 * i as f64 + noise.gauss(20_000.0))).collect();
-    let v = judge("allocated_bytes", "B", &values, RULE, 10);
+    let v = judge(Signal::AllocatedBytes, &values, RULE, 10);
     assert_eq!(v.verdict, Verdict::Inconclusive);
     let more = v.more_cycles_needed.expect("an estimate");
     eprintln!("{v:?}");
@@ -102,7 +102,7 @@ fn too_few_cycles_near_the_tolerance_is_inconclusive_with_an_estimate() {
     // long enough does decide.
     let longer: Vec<Option<f64>> =
         (0..2000).map(|i| Some(BASE + 100.0 * i as f64 + noise.gauss(20_000.0))).collect();
-    let decided = judge("allocated_bytes", "B", &longer, RULE, 10);
+    let decided = judge(Signal::AllocatedBytes, &longer, RULE, 10);
     eprintln!("{decided:?}");
     assert_eq!(decided.verdict, Verdict::Leak);
 }
@@ -111,10 +111,10 @@ fn too_few_cycles_near_the_tolerance_is_inconclusive_with_an_estimate() {
 fn exact_signals_flag_any_residue_from_its_first_cycle() {
     let rule = Rule::Exact { expected: 0.0 };
     let clean = vec![Some(0.0); 50];
-    assert_eq!(judge("live_handles.Options", "handles", &clean, rule, 0).verdict, Verdict::Clean);
+    assert_eq!(judge_at(Signal::LiveHandlesOf, Some("Options"), &(0..clean.len() as u64).collect::<Vec<_>>(), &clean, rule, 0, Evidence::default()).verdict, Verdict::Clean);
     let mut leaked: Vec<Option<f64>> = (0..50).map(|i| Some((i / 3) as f64)).collect();
     leaked[1] = None; // unreadable cycles are skipped, not zeros
-    let v = judge("live_handles.Options", "handles", &leaked, rule, 0);
+    let v = judge_at(Signal::LiveHandlesOf, Some("Options"), &(0..leaked.len() as u64).collect::<Vec<_>>(), &leaked, rule, 0, Evidence::default());
     assert_eq!(v.verdict, Verdict::Leak);
     assert_eq!(v.first_cycle_with_residue, Some(3));
     assert_eq!(v.max_residue, Some(16.0));
@@ -131,14 +131,13 @@ fn long_runs_are_block_averaged() {
 
 #[test]
 fn sparse_samples_give_the_slope_per_cycle_and_gaps_stay_at_their_cycle() {
-    use leakcheck::verdict::{judge_at, Evidence};
     let mut noise = Noise(12);
     // A sample every 5th cycle of a 300 B/cycle leak, with two samples unreadable.
     let cycles: Vec<u64> = (0..N as u64).step_by(5).collect();
     let mut values: Vec<Option<f64>> = cycles.iter().map(|&c| Some(BASE + 300.0 * c as f64 + noise.gauss(2_000.0))).collect();
     values[30] = None;
     values[31] = None;
-    let v = judge_at("allocated_bytes", "B", &cycles, &values, RULE, 20, Evidence::default());
+    let v = judge_at(Signal::AllocatedBytes, None, &cycles, &values, RULE, 20, Evidence::default());
     assert_eq!(v.verdict, Verdict::Leak);
     let slope = v.slope_per_cycle.expect("slope");
     assert!((slope - 300.0).abs() < 15.0, "{slope} B/cycle");
@@ -147,20 +146,20 @@ fn sparse_samples_give_the_slope_per_cycle_and_gaps_stay_at_their_cycle() {
 
 #[test]
 fn below_the_evidence_floor_a_statistical_signal_neither_clean_nor_leak() {
-    use leakcheck::verdict::{judge_at, Evidence};
+
     // 25 cycles sampled every 5th: after a 20-cycle warm-up one sample is left. A steep line
     // would be called a leak from three points; the floor asks for more cycles instead.
     let cycles: Vec<u64> = (0..25).step_by(5).collect();
     let values: Vec<Option<f64>> = cycles.iter().map(|&c| Some(BASE + 50_000.0 * c as f64)).collect();
-    let v = judge_at("allocated_bytes", "B", &cycles, &values, RULE, 20, Evidence::default());
+    let v = judge_at(Signal::AllocatedBytes, None, &cycles, &values, RULE, 20, Evidence::default());
     assert_eq!(v.verdict, Verdict::Inconclusive);
     let more = v.more_cycles_needed.expect("cycles needed");
     assert!(more >= 30, "{more}");
     // No warm-up, 12 points over 60 cycles: the floor is met and the leak is called.
     let cycles: Vec<u64> = (0..60).step_by(5).collect();
     let values: Vec<Option<f64>> = cycles.iter().map(|&c| Some(BASE + 50_000.0 * c as f64)).collect();
-    assert_eq!(judge_at("allocated_bytes", "B", &cycles, &values, RULE, 0, Evidence::default()).verdict, Verdict::Leak);
+    assert_eq!(judge_at(Signal::AllocatedBytes, None, &cycles, &values, RULE, 0, Evidence::default()).verdict, Verdict::Leak);
     // Exact signals are not held back: a residue is a fact.
     let exact = Rule::Exact { expected: 0.0 };
-    assert_eq!(judge_at("live_handles", "handles", &[0, 1], &[Some(0.0), Some(1.0)], exact, 0, Evidence::default()).verdict, Verdict::Leak);
+    assert_eq!(judge_at(Signal::LiveHandles, None, &[0, 1], &[Some(0.0), Some(1.0)], exact, 0, Evidence::default()).verdict, Verdict::Leak);
 }

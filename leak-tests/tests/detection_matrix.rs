@@ -11,7 +11,7 @@ use std::sync::Mutex;
 
 use leakcheck::harness::clean::{CleanOutcome, CLEAN_CATALOG};
 use leakcheck::harness::mutants::{MutantOutcome, CATALOG};
-use leakcheck::Verdict;
+use leakcheck::{Class, Signal, Verdict};
 
 /// Seeds of each clean store's fault plan run here. `leakcheck mutants --clean-seeds 20` runs
 /// 20 (the README quotes its table).
@@ -86,7 +86,7 @@ fn every_variant_is_caught_and_every_clean_store_is_clean() {
             o.detected,
             o.seconds,
             o.cycles_to_verdict.map_or("-".to_string(), |c| c.to_string()),
-            o.signals.join(",")
+            o.signals.iter().map(|c| c.name()).collect::<Vec<_>>().join(",")
         );
     }
 
@@ -132,12 +132,12 @@ fn every_variant_is_caught_and_every_clean_store_is_clean() {
         }
         assert!(o.detected, "{} not detected: {o:?}", m.name);
         for class in m.expected {
-            assert!(o.signals.iter().any(|s| s == class), "{}: expected signal {class}, got {:?}", m.name, o.signals);
+            assert!(o.signals.contains(class), "{}: expected signal {class}, got {:?}", m.name, o.signals);
         }
         for class in m.invisible_to {
-            assert!(!o.signals.iter().any(|s| s == class), "{}: {class} should not see it, got {:?}", m.name, o.signals);
+            assert!(!o.signals.contains(class), "{}: {class} should not see it, got {:?}", m.name, o.signals);
         }
-        if m.expected.contains(&"handles") {
+        if m.expected.contains(&Class::Handles) {
             assert!(!o.sites.is_empty(), "{}: the ledger must name where the leaked handles were made", m.name);
             assert!(o.sites.iter().all(|s| s.starts_with(STORE_PATH)), "{}: {:?}", m.name, o.sites);
         }
@@ -145,7 +145,7 @@ fn every_variant_is_caught_and_every_clean_store_is_clean() {
     // A leak only on an error path is attributed to its fault point, per firing.
     let marker = &results["marker-failure-leaks-bytes"];
     assert!(
-        marker.signal_names.iter().any(|s| s == "bytes_per_firing.close.marker"),
+        marker.signal_names.contains(&Signal::BytesPerFiring.qualified("close.marker")),
         "the 1 KiB per failed marker write must be attributed to close.marker: {marker:?}"
     );
     // Where the planted line itself creates the leaked handle, the report names that line.

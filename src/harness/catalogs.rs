@@ -141,7 +141,7 @@ impl CatalogRun {
         let caught = CATALOG
             .iter()
             .zip(&self.variants)
-            .filter(|(m, o)| !m.expected.is_empty() && o.detected && m.expected.iter().all(|e| o.signals.iter().any(|s| s == e)))
+            .filter(|(m, o)| !m.expected.is_empty() && o.detected && m.expected.iter().all(|e| o.signals.contains(e)))
             .count();
         (caught, planted.count())
     }
@@ -179,8 +179,8 @@ impl CatalogRun {
             o.detected,
             o.seconds,
             o.cycles_to_verdict.map_or("-".to_string(), |c| c.to_string()),
-            o.signals.join(","),
-            if m.expected.is_empty() { "clean".to_string() } else { m.expected.join(",") }
+            names(&o.signals),
+            if m.expected.is_empty() { "clean".to_string() } else { names(m.expected) }
         )
     }
 
@@ -230,6 +230,11 @@ impl CatalogRun {
         let clean = self.clean.iter().filter_map(|o| serde_json::to_value(o).ok());
         serde_json::Value::Array(variants.chain(clean).collect())
     }
+}
+
+/// `handles,fds`.
+fn names(classes: &[crate::Class]) -> String {
+    classes.iter().map(|c| c.name()).collect::<Vec<_>>().join(",")
 }
 
 fn child<T: serde::de::DeserializeOwned>(exe: &Path, args: &[&str], what: String) -> Result<T, CatalogError> {

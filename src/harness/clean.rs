@@ -856,13 +856,13 @@ pub fn run_clean_report(
     let report = (store.run)(dir, &ledger, &cfg)?;
     let judged = report.verdict.signals.iter().filter(|s| !s.informational);
     let names = |f: &dyn Fn(&crate::SignalVerdict) -> bool| judged.clone().filter(|s| f(s)).map(|s| s.signal.clone()).collect();
-    let bytes = report.verdict.signal("unexplained_bytes").and_then(|s| Some([s.slope_per_cycle?, s.lower?, s.upper?]));
+    let bytes = report.verdict.signal(crate::Signal::UnexplainedBytes).and_then(|s| Some([s.slope_per_cycle?, s.lower?, s.upper?]));
     let outcome = CleanOutcome {
         store: store.name.to_string(),
         seed,
         verdict: report.verdict.verdict,
         leaking: names(&|s| s.verdict == Verdict::Leak),
-        inconclusive: names(&|s| s.verdict == Verdict::Inconclusive && !crate::verdict::corroborating(&s.signal)),
+        inconclusive: names(&|s| s.verdict == Verdict::Inconclusive && !s.corroborating()),
         warnings: names(&|s| s.growth_below_tolerance),
         cycles: report.cycles_run,
         faulted_cycles: report.records.iter().filter(|r| !r.faults_fired.is_empty()).count() as u64,

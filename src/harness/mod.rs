@@ -31,7 +31,7 @@ use crate::fault::{matrix_plans, FaultPlan, FaultPlanError, Faults};
 use crate::probe::jemalloc::ThreadCounters;
 use crate::probe::{ProbeError, RocksDbMemory, SampleSettle};
 use crate::verdict::{analyze, judge_at, AnalysisConfig, CycleSample, Rule, RunVerdict, Verdict};
-use crate::{LeakReport, Ledger, Probe, Sample, Settle};
+use crate::{LeakReport, Ledger, Probe, Sample, Settle, Signal};
 
 /// What a cycle's code gets: which cycle, the ledger to register handles in, the faults to check.
 #[derive(Debug, Clone, Copy)]
@@ -744,7 +744,7 @@ impl Harness {
             .enumerate()
             .map(|(i, plan)| {
                 let bytes = (judged && changes[i].len() >= MIN_MATRIX_REPEATS as usize && reference.len() >= MIN_MATRIX_REPEATS as usize)
-                    .then(|| crate::verdict::shift_verdict(format!("matrix_bytes.{plan}"), &changes[i], &reference, tolerance, confidence));
+                    .then(|| crate::verdict::shift_verdict(Signal::MatrixBytes, &plan.to_string(), &changes[i], &reference, tolerance, confidence));
                 let record = kept[i].take().unwrap_or_else(|| discovery.clone());
                 let records_clean = record_clean(&record);
                 let leaks_bytes = bytes.as_ref().is_some_and(|b| b.verdict == Verdict::Leak);
@@ -880,21 +880,21 @@ fn verdict_of(
 ) -> RunVerdict {
     let mut v = analyze(samples, Some(baseline), Some(last), analysis);
     // Handles are exact and checked every cycle, not only on sampled ones.
-    v.signals.retain(|s| !s.signal.starts_with("live_handles."));
+    v.signals.retain(|s| s.family() != Some(Signal::LiveHandlesOf));
     let kinds: BTreeSet<&String> = records.iter().flat_map(|r| r.retained_handles.keys()).collect();
     let at: Vec<u64> = records.iter().map(|r| r.cycle).collect();
-    let exact = |signal: &str, unit: &str, f: &dyn Fn(&CycleRecord) -> f64| {
+    let exact = |signal: Signal, qualifier: Option<&str>, f: &dyn Fn(&CycleRecord) -> f64| {
         let values: Vec<Option<f64>> = records.iter().map(|r| Some(f(r))).collect();
-        judge_at(signal, unit, &at, &values, Rule::Exact { expected: 0.0 }, 0, analysis.evidence)
+        judge_at(signal, qualifier, &at, &values, Rule::Exact { expected: 0.0 }, 0, analysis.evidence)
     };
     let mut extra = Vec::new();
-    extra.push(exact("live_handles", "handles", &|r| r.retained_handles.values().sum::<u64>() as f64));
+    extra.push(exact(Signal::LiveHandles, None, &|r| r.retained_handles.values().sum::<u64>() as f64));
     for kind in kinds {
-        extra.push(exact(&format!("live_handles.{kind}"), "handles", &|r| r.retained_handles.get(kind).copied().unwrap_or(0) as f64));
+        extra.push(exact(Signal::LiveHandlesOf, Some(kind), &|r| r.retained_handles.get(kind).copied().unwrap_or(0) as f64));
     }
-    extra.push(exact("unshared_caches_open", "handles", &|r| r.unshared_caches_open as f64));
-    extra.push(exact("swallowed_close_errors", "errors", &|r| r.swallowed_close_errors as f64));
-    extra.push(exact("integrity", "violations", &|r| r.integrity.violations() as f64));
+    extra.push(exact(Signal::UnsharedCachesOpen, None, &|r| r.unshared_caches_open as f64));
+    extra.push(exact(Signal::SwallowedCloseErrors, None, &|r| r.swallowed_close_errors as f64));
+    extra.push(exact(Signal::Integrity, None, &|r| r.integrity.violations() as f64));
     v.signals.extend(extra);
     // Leaks on fault paths: each cycle's change in unexplained bytes against the faults that
     // fired in it (needs a sample every cycle and the cycles' fault records).
@@ -914,7 +914,7 @@ fn verdict_of(
     // A leak persists, so the level must grow: a fault point is named only when the bytes' slope
     // is above zero (under the tolerance or not). Without growth, what differs after a firing
     // came back later (a memtable's fill shifted by a failed write): no leak.
-    let grows = v.signal("unexplained_bytes").or_else(|| v.signal("allocated_bytes")).and_then(|s| s.lower).is_some_and(|l| l > 0.0);
+    let grows = v.signal(Signal::UnexplainedBytes).or_else(|| v.signal(Signal::AllocatedBytes)).and_then(|s| s.lower).is_some_and(|l| l > 0.0);
     if !grows {
         for s in per_firing.iter_mut().filter(|s| s.verdict == Verdict::Leak) {
             s.verdict = Verdict::Inconclusive;

@@ -17,7 +17,7 @@ use super::reference::{ReferenceConfig, ReferenceStore, Variant};
 use super::{Harness, HarnessConfig, HarnessError};
 use crate::fault::FaultPlan;
 use crate::verdict::{analyze, RunVerdict};
-use crate::{Ledger, Verdict};
+use crate::{Class, Ledger, Verdict};
 
 /// The fault plan every variant and the reference store run under: it reaches the failing
 /// close-time marker write, a failed data write, a malformed offset entry and a failure during
@@ -35,9 +35,9 @@ pub struct Mutant {
     /// What is planted.
     pub description: &'static str,
     /// Signal classes that must fire (empty for the reference store, which must stay clean).
-    pub expected: &'static [&'static str],
+    pub expected: &'static [Class],
     /// Signal classes that must not fire (the ones a variant is invisible to).
-    pub invisible_to: &'static [&'static str],
+    pub invisible_to: &'static [Class],
     /// The fault plan it runs under ([`PLAN`] unless it needs faults at a realistic rate).
     pub plan: &'static str,
     /// The fewest cycles it runs (a leak only at a realistic fault rate runs as long as `check`
@@ -53,7 +53,7 @@ pub const CATALOG: [Mutant; 17] = [
         name: "offsets-options-tracked",
         variant: Variant::OffsetsOptionsUnownedTracked,
         description: "offsets CF options created (tracked) and never owned (KAFKA-20616)",
-        expected: &["handles"],
+        expected: &[Class::Handles],
         invisible_to: &[],
         plan: PLAN,
         min_cycles: 0,
@@ -62,8 +62,8 @@ pub const CATALOG: [Mutant; 17] = [
         name: "offsets-options-raw",
         variant: Variant::OffsetsOptionsUnownedRaw,
         description: "offsets CF options created through raw librocksdb-sys and never destroyed",
-        expected: &["bytes"],
-        invisible_to: &["handles"],
+        expected: &[Class::Bytes],
+        invisible_to: &[Class::Handles],
         plan: PLAN,
         min_cycles: 0,
     },
@@ -71,7 +71,7 @@ pub const CATALOG: [Mutant; 17] = [
         name: "marker-failure-skips-release",
         variant: Variant::MarkerFailureSkipsRelease,
         description: "a failed close-time marker write skips the release of the handles (KAFKA-20616)",
-        expected: &["handles", "fds", "integrity"],
+        expected: &[Class::Handles, Class::Fds, Class::Integrity],
         invisible_to: &[],
         plan: PLAN,
         min_cycles: 0,
@@ -80,7 +80,7 @@ pub const CATALOG: [Mutant; 17] = [
         name: "migrating-releases-first-only",
         variant: Variant::MigratingReleasesFirstOnly,
         description: "the migrating store releases only the first of its three CF handles on marker failure",
-        expected: &["handles"],
+        expected: &[Class::Handles],
         invisible_to: &[],
         plan: PLAN,
         min_cycles: 0,
@@ -89,7 +89,7 @@ pub const CATALOG: [Mutant; 17] = [
         name: "open-failure-leaks-options",
         variant: Variant::OpenFailureLeaksOptions,
         description: "a failure during open, after the options were made, leaks them",
-        expected: &["handles"],
+        expected: &[Class::Handles],
         invisible_to: &[],
         plan: PLAN,
         min_cycles: 0,
@@ -98,7 +98,7 @@ pub const CATALOG: [Mutant; 17] = [
         name: "scan-iterator-leak",
         variant: Variant::ScanIteratorLeak,
         description: "a range-scan iterator is never released (KAFKA-19748)",
-        expected: &["handles", "fds"],
+        expected: &[Class::Handles, Class::Fds],
         invisible_to: &[],
         plan: PLAN,
         min_cycles: 0,
@@ -107,7 +107,7 @@ pub const CATALOG: [Mutant; 17] = [
         name: "segment-never-closed",
         variant: Variant::SegmentNeverClosed,
         description: "a segment DB is never closed: LOCK held, SST files open and mapped",
-        expected: &["handles", "fds", "maps", "integrity"],
+        expected: &[Class::Handles, Class::Fds, Class::Maps, Class::Integrity],
         invisible_to: &[],
         plan: PLAN,
         min_cycles: 0,
@@ -116,7 +116,7 @@ pub const CATALOG: [Mutant; 17] = [
         name: "private-cache-per-segment",
         variant: Variant::PrivateCachePerSegment,
         description: "each segment makes a private 8 MiB cache instead of the declared shared one",
-        expected: &["handles"],
+        expected: &[Class::Handles],
         invisible_to: &[],
         plan: PLAN,
         min_cycles: 0,
@@ -125,7 +125,7 @@ pub const CATALOG: [Mutant; 17] = [
         name: "unpruned-registry",
         variant: Variant::UnprunedRegistry,
         description: "expired segments kept in a registry never pruned: reachable, never freed",
-        expected: &["handles", "fds"],
+        expected: &[Class::Handles, Class::Fds],
         invisible_to: &[],
         plan: PLAN,
         min_cycles: 0,
@@ -134,8 +134,8 @@ pub const CATALOG: [Mutant; 17] = [
         name: "swallowed-close-error",
         variant: Variant::SwallowedCloseError,
         description: "a close error dropped without being looked at",
-        expected: &["swallowed"],
-        invisible_to: &["handles"],
+        expected: &[Class::Swallowed],
+        invisible_to: &[Class::Handles],
         plan: PLAN,
         min_cycles: 0,
     },
@@ -143,8 +143,8 @@ pub const CATALOG: [Mutant; 17] = [
         name: "commit-before-write",
         variant: Variant::CommitBeforeWrite,
         description: "offsets committed before the output write succeeded (KAFKA-19479)",
-        expected: &["integrity"],
-        invisible_to: &["handles", "bytes"],
+        expected: &[Class::Integrity],
+        invisible_to: &[Class::Handles, Class::Bytes],
         plan: PLAN,
         min_cycles: 0,
     },
@@ -152,8 +152,8 @@ pub const CATALOG: [Mutant; 17] = [
         name: "restore-drops-batch",
         variant: Variant::RestoreDropsBatch,
         description: "restore drops the rest of a batch after one malformed offset key (KAFKA-15800)",
-        expected: &["integrity"],
-        invisible_to: &["handles", "bytes"],
+        expected: &[Class::Integrity],
+        invisible_to: &[Class::Handles, Class::Bytes],
         plan: PLAN,
         min_cycles: 0,
     },
@@ -161,8 +161,8 @@ pub const CATALOG: [Mutant; 17] = [
         name: "raw-malloc-per-cycle",
         variant: Variant::RawMallocPerCycle,
         description: "a raw C allocation of 4 KiB per cycle, no handle at all",
-        expected: &["bytes"],
-        invisible_to: &["handles"],
+        expected: &[Class::Bytes],
+        invisible_to: &[Class::Handles],
         plan: PLAN,
         min_cycles: 0,
     },
@@ -170,8 +170,8 @@ pub const CATALOG: [Mutant; 17] = [
         name: "marker-failure-leaks-bytes",
         variant: Variant::MarkerFailureLeaksBytes,
         description: "a failed close-time marker write leaks 1 KiB of native memory, at check's default 10%",
-        expected: &["bytes"],
-        invisible_to: &["handles"],
+        expected: &[Class::Bytes],
+        invisible_to: &[Class::Handles],
         plan: DEFAULT_CHECK_PLAN,
         min_cycles: super::clean::CHECK_CYCLES,
     },
@@ -179,8 +179,8 @@ pub const CATALOG: [Mutant; 17] = [
         name: "cache-charged-db-never-closed",
         variant: Variant::CacheChargedDbNeverClosed,
         description: "an untracked side DB, its memtable charged to the shared cache, is never closed",
-        expected: &["bytes"],
-        invisible_to: &["handles"],
+        expected: &[Class::Bytes],
+        invisible_to: &[Class::Handles],
         plan: PLAN,
         min_cycles: 0,
     },
@@ -188,8 +188,8 @@ pub const CATALOG: [Mutant; 17] = [
         name: "cache-pinning-iterator-leak",
         variant: Variant::CachePinningIteratorLeak,
         description: "an untracked iterator pinning blocks of the shared cache is never released",
-        expected: &["bytes"],
-        invisible_to: &["handles"],
+        expected: &[Class::Bytes],
+        invisible_to: &[Class::Handles],
         plan: PLAN,
         min_cycles: 0,
     },
@@ -203,8 +203,6 @@ pub fn mutant(name: &str) -> Option<&'static Mutant> {
     CATALOG.iter().find(|m| m.name == name)
 }
 
-pub use crate::report::signal_class;
-
 /// What one variant's run showed.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
@@ -214,7 +212,7 @@ pub struct MutantOutcome {
     /// Whether any signal said "leak".
     pub detected: bool,
     /// Classes of the signals that said "leak".
-    pub signals: Vec<String>,
+    pub signals: Vec<Class>,
     /// The signals that said "leak", by name.
     pub signal_names: Vec<String>,
     /// Seconds from the start of the run to the first leak verdict (the run's length when none).
@@ -231,11 +229,15 @@ pub struct MutantOutcome {
     /// The first integrity problems.
     pub integrity_problems: Vec<String>,
     /// Expected classes (from the catalog).
-    pub expected: Vec<String>,
+    pub expected: Vec<Class>,
 }
 
 fn leaking(v: &RunVerdict) -> BTreeSet<String> {
     v.signals.iter().filter(|s| s.verdict == Verdict::Leak && !s.informational).map(|s| s.signal.clone()).collect()
+}
+
+fn leaking_classes(v: &RunVerdict) -> BTreeSet<Class> {
+    v.signals.iter().filter(|s| s.verdict == Verdict::Leak && !s.informational).filter_map(|s| Some(s.family()?.class())).collect()
 }
 
 /// Runs one catalog entry for `cycles` cycles (at least its `min_cycles`) in `dir` under its plan and judges it.
@@ -271,11 +273,11 @@ pub fn run_mutant(m: &Mutant, dir: &Path, cycles: u64) -> Result<MutantOutcome, 
     let first_cycle = names
         .iter()
         .filter_map(|n| {
-            let s = report.verdict.signal(n)?;
+            let s = report.verdict.signal_named(n)?;
             s.first_cycle_with_residue.map(|c| c as u64).or_else(|| first_statistical.get(n).copied())
         })
         .min();
-    let classes: BTreeSet<String> = names.iter().map(|n| signal_class(n).to_string()).collect();
+    let classes = leaking_classes(&report.verdict);
     let detected = report.verdict.verdict == Verdict::Leak;
     let mut sites = BTreeSet::new();
     let mut owners = BTreeSet::new();
@@ -301,6 +303,6 @@ pub fn run_mutant(m: &Mutant, dir: &Path, cycles: u64) -> Result<MutantOutcome, 
         sites: sites.into_iter().collect(),
         owners: owners.into_iter().collect(),
         integrity_problems,
-        expected: m.expected.iter().map(|s| s.to_string()).collect(),
+        expected: m.expected.to_vec(),
     })
 }

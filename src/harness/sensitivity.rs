@@ -67,7 +67,7 @@ pub struct FalsePositives {
     pub inconclusive: u32,
 }
 
-const BYTES_SIGNAL: &str = "unexplained_bytes";
+const BYTES_SIGNAL: crate::Signal = crate::Signal::UnexplainedBytes;
 
 fn harness(cycles: u64, warmup: usize) -> Harness {
     // Integrity is not what is measured here; leave the reopen out of the cycle.

@@ -80,6 +80,11 @@ pub struct SignalEntry {
 }
 
 impl SignalEntry {
+    /// The signal of the table this entry is about ([`crate::Signal::of_name`]).
+    pub fn family(&self) -> Option<crate::Signal> {
+        crate::Signal::of_name(&self.name)
+    }
+
     fn from_verdict(v: &SignalVerdict) -> Self {
         use crate::verdict::Rule;
         let (kind, tolerance) = match v.rule {
@@ -88,7 +93,8 @@ impl SignalEntry {
         };
         SignalEntry {
             name: v.signal.clone(),
-            class: signal_class(&v.signal).to_string(),
+            // Every verdict is made from the signal table; "unknown" would be a name from elsewhere.
+            class: v.family().map_or("unknown", |f| f.class().name()).to_string(),
             verdict: v.verdict,
             unit: v.unit.clone(),
             kind: kind.to_string(),
@@ -107,21 +113,6 @@ impl SignalEntry {
     }
 }
 
-/// The class of a signal: `handles`, `bytes`, `fds`, `maps`, `threads`, `integrity` or
-/// `swallowed`.
-pub fn signal_class(signal: &str) -> &'static str {
-    match signal {
-        s if s.starts_with("live_handles") => "handles",
-        "file_maps" => "maps",
-        "unshared_caches_open" => "handles",
-        "open_fds" | "open_fds_under_dir" => "fds",
-        "maps" | "maps_under_dir" => "maps",
-        "threads" => "threads",
-        "integrity" => "integrity",
-        "swallowed_close_errors" => "swallowed",
-        _ => "bytes",
-    }
-}
 
 /// What the run was asked to do.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -295,14 +286,19 @@ impl RunReport {
         Self::new(settings, &h.verdict, summary, h.ledger.clone(), h.cycles_run, elapsed_seconds, true)
     }
 
-    /// The signal by name.
-    pub fn signal(&self, name: &str) -> Option<&SignalEntry> {
+    /// The entry of a signal by its name in reports (`live_handles.Options`).
+    pub fn signal_named(&self, name: &str) -> Option<&SignalEntry> {
         self.signals.iter().find(|s| s.name == name)
+    }
+
+    /// The entry of one signal (of a family: its first member).
+    pub fn signal(&self, signal: crate::Signal) -> Option<&SignalEntry> {
+        self.signals.iter().find(|s| s.family() == Some(signal))
     }
 
     /// The bytes signal that the run's leak rate comes from.
     pub fn bytes_signal(&self) -> Option<&SignalEntry> {
-        self.leak_rate.as_ref().and_then(|r| self.signal(&r.signal))
+        self.leak_rate.as_ref().and_then(|r| crate::Signal::of_name(&r.signal)).and_then(|s| self.signal(s))
     }
 }
 
@@ -701,7 +697,7 @@ mod tests {
         for s in &v.signals {
             // Handles by kind come back as their sum, under the kind `all`.
             let name = s.signal.replace("live_handles.Options", "live_handles.all");
-            let t = w.signal(&name).unwrap_or_else(|| panic!("{name} lost"));
+            let t = w.signal_named(&name).unwrap_or_else(|| panic!("{name} lost"));
             assert_eq!((s.verdict, s.slope_per_cycle, s.lower, s.max_residue), (t.verdict, t.slope_per_cycle, t.lower, t.max_residue), "{name}");
         }
     }

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use leakcheck::probe::SampleSettle;
 use leakcheck::verdict::{analyze, AnalysisConfig, CycleSample, RunVerdict};
-use leakcheck::{Ledger, Probe};
+use leakcheck::{Ledger, Probe, Signal};
 
 /// One cycle: a 2-column-family DB in a fresh directory, 100 writes per column family, close,
 /// destroy the directory.
@@ -73,7 +73,7 @@ pub fn print(v: &RunVerdict) {
 pub fn assert_flagged(cycles: u64, leak_bytes: usize, expected: std::ops::Range<f64>) -> RunVerdict {
     let v = run(cycles, leak_bytes, &AnalysisConfig::default());
     print(&v);
-    let alloc = v.signal("allocated_bytes").expect("allocated signal");
+    let alloc = v.signal(Signal::AllocatedBytes).expect("allocated signal");
     assert_eq!(alloc.verdict, leakcheck::Verdict::Leak);
     let slope = alloc.slope_per_cycle.expect("slope");
     assert!(expected.contains(&slope), "slope {slope} B/cycle for a {leak_bytes} B/cycle leak");

@@ -3,7 +3,7 @@
 //! process-wide, so this is the only check in this file (this file is its own process).
 
 use kv_service::KvService;
-use leakcheck::{HandleKind, Ledger, Verdict};
+use leakcheck::{HandleKind, Ledger, Signal, Verdict};
 
 #[global_allocator]
 static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
@@ -21,7 +21,7 @@ fn the_kv_service_is_clean_under_faults() -> Result<(), Box<dyn std::error::Erro
     assert!(c.open_errors > 0 && c.work_errors > 0 && c.close_errors > 0, "every phase failed sometimes: {c:?}");
     assert_eq!(r.ledger.retained.len(), 0);
     assert_eq!(ledger.live(HandleKind::Cache), 1, "the shared cache, declared, still alive");
-    assert_eq!(r.signal("unexplained_bytes").map(|s| s.verdict), Some(Verdict::Clean));
-    assert!(c.records_checked > 0 && r.signal("integrity").is_some_and(|s| s.verdict == Verdict::Clean), "{c:?}");
+    assert_eq!(r.signal(Signal::UnexplainedBytes).map(|s| s.verdict), Some(Verdict::Clean));
+    assert!(c.records_checked > 0 && r.signal(Signal::Integrity).is_some_and(|s| s.verdict == Verdict::Clean), "{c:?}");
     Ok(())
 }
