@@ -1,4 +1,7 @@
-//! Process-wide operating-system state the runner needs: a flag raised by SIGINT and SIGTERM.
+//! Every `unsafe` call of the core, in one place: a flag raised by SIGINT and SIGTERM, the
+//! monotonic clock, jemalloc's mallctls that its safe wrapper lacks, and C `malloc` for the
+//! allocator coverage check. The rest of the crate denies `unsafe_code` (the planted-leak
+//! catalog's deliberate leaks are allowed in their own modules).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
@@ -42,4 +45,55 @@ pub(crate) fn stop_on_interrupt() -> std::io::Result<&'static AtomicBool> {
         }
         Err(code) => Err(std::io::Error::from_raw_os_error(*code)),
     }
+}
+
+/// `CLOCK_MONOTONIC` in nanoseconds.
+pub(crate) fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: `ts` is a valid, writable timespec; CLOCK_MONOTONIC is always supported on Linux.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    (ts.tv_sec as u64).saturating_mul(1_000_000_000).saturating_add(ts.tv_nsec as u64)
+}
+
+/// Calls a mallctl that neither reads nor writes a value; the error is jemalloc's code. jemalloc
+/// rejects such calls (EPERM) when any pointer is non-null, which rules out
+/// `tikv_jemalloc_ctl::raw::write(name, ())`.
+pub(crate) fn mallctl_void(name: &std::ffi::CStr) -> Result<(), i32> {
+    // SAFETY: `name` is nul-terminated; every in/out pointer is null with zero length, which is
+    // exactly the calling convention of jemalloc's void commands.
+    let code = unsafe {
+        tikv_jemalloc_sys::mallctl(name.as_ptr(), std::ptr::null_mut(), std::ptr::null_mut(), std::ptr::null_mut(), 0)
+    };
+    if code == 0 {
+        Ok(())
+    } else {
+        Err(code)
+    }
+}
+
+/// Reads a `size_t` mallctl by name.
+///
+/// # Errors
+/// jemalloc's error (an unknown name, statistics not compiled in).
+pub(crate) fn mallctl_read_size(name: &std::ffi::CStr) -> Result<usize, tikv_jemalloc_ctl::Error> {
+    // SAFETY: the name is nul-terminated (a `CStr`), and the callers pass only mallctls that read
+    // a `size_t`, which is `usize`.
+    unsafe { tikv_jemalloc_ctl::raw::read::<usize>(name.to_bytes_with_nul()) }
+}
+
+/// `count` blocks of `bytes` each from C `malloc`, held while `during` runs, then freed: an
+/// allocation that only the C allocator sees (to prove it is jemalloc's).
+pub(crate) fn with_c_blocks<T>(bytes: usize, count: usize, during: impl FnOnce() -> T) -> T {
+    let mut blocks = Vec::with_capacity(count);
+    for _ in 0..count {
+        // SAFETY: plain C malloc; every block is freed below.
+        let p = unsafe { libc::malloc(bytes) };
+        blocks.push(std::hint::black_box(p));
+    }
+    let out = during();
+    for p in blocks {
+        // SAFETY: `p` came from malloc above (or is null, which free accepts).
+        unsafe { libc::free(p) };
+    }
+    out
 }

@@ -12,8 +12,11 @@ pub mod clean;
 pub mod fresh;
 #[cfg(feature = "rocksdb")]
 pub mod mutants;
+// The planted leaks are deliberate `unsafe` (C allocations and native objects never freed).
+#[allow(unsafe_code)]
 pub mod planted;
 #[cfg(feature = "rocksdb")]
+#[allow(unsafe_code)]
 pub mod reference;
 #[cfg(feature = "rocksdb")]
 pub mod sensitivity;

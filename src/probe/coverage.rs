@@ -86,17 +86,7 @@ pub fn check_malloc_coverage() -> Result<MallocCoverage, CoverageError> {
     let requested_bytes = (BLOCK * BLOCKS) as u64;
     jemalloc::purge_all()?;
     let before = jemalloc::allocated_bytes()?;
-    let mut blocks = Vec::with_capacity(BLOCKS);
-    for _ in 0..BLOCKS {
-        // SAFETY: plain C malloc; every non-null block is freed below.
-        let p = unsafe { libc::malloc(BLOCK) };
-        blocks.push(std::hint::black_box(p));
-    }
-    let after = jemalloc::allocated_bytes();
-    for p in blocks {
-        // SAFETY: `p` came from malloc above (or is null, which free accepts).
-        unsafe { libc::free(p) };
-    }
+    let after = crate::sys::with_c_blocks(BLOCK, BLOCKS, jemalloc::allocated_bytes);
     let allocated_delta_bytes = after? as i64 - before as i64;
     let coverage = MallocCoverage { requested_bytes, allocated_delta_bytes };
     if allocated_delta_bytes < (requested_bytes as i64) * 9 / 10 {

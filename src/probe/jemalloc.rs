@@ -5,7 +5,6 @@
 //! advances; every read here advances it first.
 
 use std::ffi::CStr;
-use std::ptr;
 
 
 use serde::{Deserialize, Serialize};
@@ -46,7 +45,7 @@ pub struct JemallocStats {
 }
 
 /// `stats.arenas.<MALLCTL_ARENAS_ALL>.tcache_bytes`: the bytes in all threads' caches.
-const TCACHE_BYTES_ALL_ARENAS: &[u8] = b"stats.arenas.4096.tcache_bytes\0";
+const TCACHE_BYTES_ALL_ARENAS: &CStr = c"stats.arenas.4096.tcache_bytes";
 
 /// Reads jemalloc's counters after advancing the epoch. With `purge`, first flushes the calling
 /// thread's cache and purges all arenas, so that samples taken at different times are comparable
@@ -73,9 +72,8 @@ pub fn read(purge: bool) -> Result<JemallocStats, ProbeError> {
 
 /// Bytes of freed objects held in every thread's cache (as of the last epoch advance).
 fn tcache_bytes() -> Result<u64, ProbeError> {
-    // SAFETY: the name is nul-terminated and this mallctl reads a `size_t`, which is `usize`.
-    let v = unsafe { tikv_jemalloc_ctl::raw::read::<usize>(TCACHE_BYTES_ALL_ARENAS) };
-    v.map(|v| v as u64).map_err(|e| ProbeError::jemalloc("stats.arenas.<all>.tcache_bytes", e))
+    crate::sys::mallctl_read_size(TCACHE_BYTES_ALL_ARENAS)
+        .map(|v| v as u64).map_err(|e| ProbeError::jemalloc("stats.arenas.<all>.tcache_bytes", e))
 }
 
 /// Reads only `stats.allocated` (after advancing the epoch): the cheapest trend signal.
@@ -97,19 +95,8 @@ pub fn purge_all() -> Result<(), ProbeError> {
     void_ctl(PURGE_ALL_ARENAS).map_err(|code| ProbeError::Mallctl { name: "arena.<all>.purge", code })
 }
 
-/// Calls a mallctl that neither reads nor writes a value. jemalloc rejects such calls (EPERM) when
-/// any pointer is non-null, which rules out `tikv_jemalloc_ctl::raw::write(name, ())`.
 fn void_ctl(name: &CStr) -> Result<(), i32> {
-    // SAFETY: `name` is nul-terminated; every in/out pointer is null with zero length, which is
-    // exactly the calling convention of jemalloc's void commands.
-    let code = unsafe {
-        tikv_jemalloc_sys::mallctl(name.as_ptr(), ptr::null_mut(), ptr::null_mut(), ptr::null_mut(), 0)
-    };
-    if code == 0 {
-        Ok(())
-    } else {
-        Err(code)
-    }
+    crate::sys::mallctl_void(name)
 }
 
 /// jemalloc's counters of bytes the calling thread has allocated and deallocated so far. Reading
