@@ -49,7 +49,7 @@
 //! [`runner::run`] from code, [`runner::cli::main`] (feature `cli`) for a soak binary with
 //! `check`, `soak` and `compare`. `examples/kv-service` in the repository does all three.
 
-#![warn(missing_docs)]
+#![deny(missing_docs, missing_debug_implementations)]
 // `unsafe` lives in `sys` (and in the planted-leak catalog's deliberate leaks).
 #![deny(unsafe_code)]
 

@@ -871,3 +871,51 @@ pub fn run_clean_report(
     };
     Ok((outcome, report))
 }
+
+impl std::fmt::Debug for LongLivedDb {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LongLivedDb").finish_non_exhaustive()
+    }
+}
+
+impl std::fmt::Debug for LongLivedCycle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LongLivedCycle").finish_non_exhaustive()
+    }
+}
+
+impl std::fmt::Debug for GrowingReopened {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GrowingReopened").finish_non_exhaustive()
+    }
+}
+
+impl std::fmt::Debug for AsyncClose {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AsyncClose").finish_non_exhaustive()
+    }
+}
+
+impl std::fmt::Debug for SharedCacheWbm {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SharedCacheWbm").finish_non_exhaustive()
+    }
+}
+
+impl std::fmt::Debug for CfChurn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CfChurn").finish_non_exhaustive()
+    }
+}
+
+impl std::fmt::Debug for MultiThreadedCf {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MultiThreadedCf").finish_non_exhaustive()
+    }
+}
+
+impl std::fmt::Debug for ReadOnlyBesideWriter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ReadOnlyBesideWriter").finish_non_exhaustive()
+    }
+}

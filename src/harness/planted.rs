@@ -92,3 +92,9 @@ impl<L: Lifecycle> Lifecycle for PlantedMalloc<L> {
         self.inner.rocksdb_memory()
     }
 }
+
+impl<L> std::fmt::Debug for PlantedMalloc<L> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PlantedMalloc").finish_non_exhaustive()
+    }
+}

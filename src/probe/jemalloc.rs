@@ -107,6 +107,12 @@ pub struct ThreadCounters {
     deallocated: tikv_jemalloc_ctl::thread::ThreadLocal<u64>,
 }
 
+impl std::fmt::Debug for ThreadCounters {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ThreadCounters").field("allocated", &self.allocated()).field("net", &self.net()).finish()
+    }
+}
+
 impl ThreadCounters {
     /// The calling thread's counters. The value must stay on this thread (it is not `Send`).
     ///

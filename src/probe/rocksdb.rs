@@ -34,6 +34,12 @@ pub struct MemoryConsumers<'a> {
     managers: Vec<&'a TrackedWriteBufferManager>,
 }
 
+impl std::fmt::Debug for MemoryConsumers<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MemoryConsumers").field("caches", &self.caches.len()).field("managers", &self.managers.len()).finish_non_exhaustive()
+    }
+}
+
 impl<'a> MemoryConsumers<'a> {
     /// An empty set.
     ///

@@ -429,3 +429,21 @@ impl AsColumnFamilyRef for TrackedBoundCf<'_> {
         self.0.bound.inner()
     }
 }
+
+impl std::fmt::Debug for TrackedCfDescriptor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TrackedCfDescriptor").field("name", &self.name).field("token", &self.token).finish_non_exhaustive()
+    }
+}
+
+impl<T: ThreadMode> std::fmt::Debug for TrackedDb<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TrackedDb").field("token", &self.token).field("cfs", &self.cf_names()).finish_non_exhaustive()
+    }
+}
+
+impl std::fmt::Debug for TrackedBoundCf<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TrackedBoundCf").field("token", &self.0.token).finish_non_exhaustive()
+    }
+}

@@ -120,3 +120,21 @@ impl<'a, D: DBAccess> Deref for TrackedSnapshot<'a, D> {
         &self.inner
     }
 }
+
+impl<D: DBAccess> std::fmt::Debug for TrackedIterator<'_, D> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TrackedIterator").field("token", &self.token).finish_non_exhaustive()
+    }
+}
+
+impl<D: DBAccess> std::fmt::Debug for TrackedRawIterator<'_, D> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TrackedRawIterator").field("token", &self.token).finish_non_exhaustive()
+    }
+}
+
+impl<D: DBAccess> std::fmt::Debug for TrackedSnapshot<'_, D> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TrackedSnapshot").field("token", &self.token).finish_non_exhaustive()
+    }
+}

@@ -52,6 +52,11 @@ macro_rules! deref_and_token {
                 &mut self.inner
             }
         }
+        impl $(<$($lt,)* $($gen: $bound),*>)? std::fmt::Debug for $ty $(<$($lt,)* $($gen),*>)? {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.debug_struct(stringify!($ty)).field("token", &self.token).finish_non_exhaustive()
+            }
+        }
         impl $(<$($lt,)* $($gen: $bound),*>)? $ty $(<$($lt,)* $($gen),*>)? {
             /// This handle's ledger token (its id, kind and ledger; declare it shared with
             /// [`crate::Ledger::declare_shared`]).

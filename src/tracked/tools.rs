@@ -72,3 +72,15 @@ impl DerefMut for TrackedSstFileWriter<'_> {
         &mut self.inner
     }
 }
+
+impl std::fmt::Debug for TrackedCheckpoint<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TrackedCheckpoint").field("token", &self.token).finish_non_exhaustive()
+    }
+}
+
+impl std::fmt::Debug for TrackedSstFileWriter<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TrackedSstFileWriter").field("token", &self.token).finish_non_exhaustive()
+    }
+}

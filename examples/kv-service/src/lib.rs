@@ -70,6 +70,7 @@ fn fault(ctx: &CycleCtx<'_>, point: &'static str) -> Result<(), KvError> {
 }
 
 /// The service: where its data lives, the cache shared by every open, what was acknowledged.
+#[derive(Debug)]
 pub struct KvService {
     dir: PathBuf,
     cache: TrackedCache,
@@ -80,6 +81,7 @@ pub struct KvService {
 }
 
 /// The open service: the DB and the options it was opened with.
+#[derive(Debug)]
 pub struct Open {
     db: TrackedDb<SingleThreaded>,
     _options: TrackedOptions,
