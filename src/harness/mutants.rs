@@ -28,7 +28,8 @@ pub const PLAN: &str = "close.marker=every:3,work.write=every:4,work.malformed=e
 #[derive(Debug, Clone, Copy)]
 #[non_exhaustive]
 pub struct Mutant {
-    /// Name on the command line and in reports (the `PLANTED(name)` marker in the store's code).
+    /// Name on the command line and in reports (the `planted!("name", ..)` site in the store's
+    /// code).
     pub name: &'static str,
     /// The planted bug.
     pub variant: Variant,
@@ -230,6 +231,9 @@ pub struct MutantOutcome {
     pub integrity_problems: Vec<String>,
     /// Expected classes (from the catalog).
     pub expected: Vec<Class>,
+    /// Where the planted leak ran (`file:line`, recorded by `planted!`), if it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub planted_at: Option<String>,
 }
 
 fn leaking(v: &RunVerdict) -> BTreeSet<String> {
@@ -304,5 +308,6 @@ pub fn run_mutant(m: &Mutant, dir: &Path, cycles: u64) -> Result<MutantOutcome, 
         owners: owners.into_iter().collect(),
         integrity_problems,
         expected: m.expected.to_vec(),
+        planted_at: super::planted::site_of(m.name),
     })
 }

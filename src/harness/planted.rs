@@ -2,8 +2,35 @@
 //! handle and no wrapper, kept reachable only through a raw pointer list. For measuring what the
 //! bytes signal can see (sensitivity tables, benches).
 
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+
 use super::{CycleCtx, Integrity, Lifecycle};
 use crate::probe::RocksDbMemory;
+
+/// Where each planted leak that ran in this process is in the source (`file:line`).
+static SITES: Mutex<BTreeMap<&'static str, String>> = Mutex::new(BTreeMap::new());
+
+/// Records that the planted leak `name` ran at `file:line` ([`planted!`]).
+pub fn record_site(name: &'static str, file: &'static str, line: u32) {
+    crate::ledger::lock(&SITES).entry(name).or_insert_with(|| format!("{file}:{line}"));
+}
+
+/// Where the planted leak `name` ran in this process (`src/harness/reference.rs:410`), if it did.
+pub fn site_of(name: &str) -> Option<String> {
+    crate::ledger::lock(&SITES).get(name).cloned()
+}
+
+/// `planted!("name", expr)`: evaluates `expr`, a planted leak, and records its line, so the
+/// detection matrix can compare the ledger's creation sites with it without reading source text.
+/// Keep `expr` on the macro's first line (the line recorded).
+macro_rules! planted {
+    ($name:literal, $planted:expr) => {{
+        $crate::harness::planted::record_site($name, file!(), line!());
+        $planted
+    }};
+}
+pub(crate) use planted;
 
 /// Wraps a lifecycle and leaks `bytes_per_cycle` bytes of native memory in every open (and,
 /// with [`PlantedMalloc::forgetting_options`], a tracked Options handle too).

@@ -27,6 +27,7 @@ use std::sync::{Arc, Mutex};
 
 use rocksdb::{IteratorMode, MultiThreaded};
 
+use super::planted::planted;
 use super::{CycleCtx, Integrity, Lifecycle, StoreInfo};
 use crate::ledger::lock;
 use crate::probe::RocksDbMemory;
@@ -378,8 +379,7 @@ impl ReferenceStore {
             let mut table = TrackedBlockBasedOptions::new(ledger);
             if self.config.variant == Variant::PrivateCachePerSegment {
                 // Planted: a private cache per segment instead of the declared shared one.
-                // PLANTED(private-cache-per-segment)
-                let private = TrackedCache::new_lru(ledger, 8 << 20);
+                let private = planted!("private-cache-per-segment", TrackedCache::new_lru(ledger, 8 << 20));
                 table.set_block_cache(&private);
             } else {
                 table.set_block_cache(&state.cache);
@@ -407,13 +407,12 @@ impl ReferenceStore {
         match self.config.variant {
             Variant::OffsetsOptionsUnownedTracked => {
                 // Planted (KAFKA-20616): options made for the offsets CF, handed to nobody.
-                // PLANTED(offsets-options-tracked)
-                std::mem::forget(TrackedOptions::new(ledger));
+                std::mem::forget(planted!("offsets-options-tracked", TrackedOptions::new(ledger)));
             }
             Variant::OffsetsOptionsUnownedRaw => {
                 // Planted: the same through raw librocksdb-sys, with no wrapper to see it.
+                planted!("offsets-options-raw", ());
                 // SAFETY: creates a native options object that is deliberately never destroyed.
-                // PLANTED(offsets-options-raw)
                 let raw = unsafe { librocksdb_sys::rocksdb_options_create() };
                 lock(&self.planted).raw_options.push(raw as usize);
             }
@@ -428,7 +427,7 @@ impl ReferenceStore {
         if ctx.faults.check_error("open.options") {
             if self.config.variant == Variant::OpenFailureLeaksOptions {
                 // Planted: the error path forgets what it made so far.
-                // PLANTED(open-failure-leaks-options)
+                planted!("open-failure-leaks-options", ());
                 std::mem::forget(db_options);
                 std::mem::forget(cfs);
             }
@@ -474,7 +473,7 @@ impl ReferenceStore {
                     malformed += 1;
                     if self.config.variant == Variant::RestoreDropsBatch {
                         // Planted (KAFKA-15800): the exception aborts the rest of the batch.
-                        // PLANTED(restore-drops-batch)
+                        planted!("restore-drops-batch", ());
                         break;
                     }
                 }
@@ -505,7 +504,7 @@ impl ReferenceStore {
         }
         if self.config.variant == Variant::CacheChargedDbNeverClosed && task == 0 {
             // Planted: a side DB charged to the shared cache, parked, never closed.
-            // PLANTED(cache-charged-db-never-closed)
+            planted!("cache-charged-db-never-closed", ());
             let side = self.open_side_db(ctx, state)?;
             lock(&self.planted).side_dbs.push(side);
         }
@@ -588,7 +587,7 @@ impl ReferenceStore {
             };
             if self.config.variant == Variant::CommitBeforeWrite {
                 // Planted (KAFKA-19479): progress claimed before the output is written.
-                // PLANTED(commit-before-write)
+                planted!("commit-before-write", ());
                 commit(store)?;
                 lock(book).committed.insert(p, end);
             }
@@ -624,7 +623,7 @@ impl ReferenceStore {
                 let opts = TrackedOptions::new(ctx.ledger);
                 if self.config.variant == Variant::UnprunedRegistry {
                     // Planted: the expired segment stays in a registry that is never pruned.
-                    // PLANTED(unpruned-registry)
+                    planted!("unpruned-registry", ());
                     lock(&self.planted).registry.push(seg);
                 } else {
                     seg.db.close().into_result().map_err(|source| StoreError::RocksDb { task, segment: id, what: "close expired", source })?;
@@ -674,8 +673,8 @@ impl ReferenceStore {
                 let cf = seg.cf(task, DATA)?;
                 #[allow(clippy::disallowed_types)]
                 let db: &rocksdb::DBWithThreadMode<MultiThreaded> = &seg.db;
+                planted!("cache-pinning-iterator-leak", ());
                 #[allow(clippy::disallowed_methods)]
-                // PLANTED(cache-pinning-iterator-leak)
                 let mut it = db.raw_iterator_cf(&cf);
                 it.seek_to_first();
                 std::mem::forget(it);
@@ -683,7 +682,7 @@ impl ReferenceStore {
         }
         if self.config.variant == Variant::ScanIteratorLeak {
             // Planted (KAFKA-19748's class): one iterator of the scan is never released.
-            // PLANTED(scan-iterator-leak)
+            planted!("scan-iterator-leak", ());
             if let Some((_, it)) = iterators.pop() {
                 std::mem::forget(it);
             }
@@ -710,14 +709,14 @@ impl ReferenceStore {
             match self.config.variant {
                 Variant::MarkerFailureSkipsRelease => {
                     // Planted (KAFKA-20616): the exception skips the release that follows.
-                    // PLANTED(marker-failure-skips-release)
+                    planted!("marker-failure-skips-release", ());
                     std::mem::forget(seg);
                     return marker;
                 }
                 Variant::MarkerFailureLeaksBytes => {
                     // Planted: the error path returns before freeing a 1 KiB native buffer.
+                    planted!("marker-failure-leaks-bytes", ());
                     // SAFETY: a plain C allocation, deliberately never freed (until the store drops).
-                    // PLANTED(marker-failure-leaks-bytes)
                     let p = unsafe { libc::malloc(MARKER_LEAK_BYTES) };
                     if !p.is_null() {
                         // SAFETY: `p` points to MARKER_LEAK_BYTES writable bytes.
@@ -727,7 +726,7 @@ impl ReferenceStore {
                 }
                 Variant::MigratingReleasesFirstOnly if self.config.is_migrating(task) => {
                     // Planted: of the dual accessor's three handles, only the first is released.
-                    // PLANTED(migrating-releases-first-only)
+                    planted!("migrating-releases-first-only", ());
                     let refs = [DATA_OLD, DATA, OFFSETS].map(|n| seg.db.cf_handle(n));
                     let [first, rest @ ..] = refs;
                     drop(first);
@@ -744,14 +743,14 @@ impl ReferenceStore {
         // Parked once it has been reopened, so it has SST files open and mapped.
         if self.config.variant == Variant::SegmentNeverClosed && id.is_multiple_of(2) && ctx.cycle >= 2 {
             // Planted: the segment DB is parked, never closed.
-            // PLANTED(segment-never-closed)
+            planted!("segment-never-closed", ());
             lock(&self.planted).registry.push(seg);
             return marker.and(flush);
         }
         let closed = seg.db.close();
         let closed = if self.config.variant == Variant::SwallowedCloseError {
             // Planted: the close result is dropped on the floor; with it goes the marker's error.
-            // PLANTED(swallowed-close-error)
+            planted!("swallowed-close-error", ());
             drop(closed);
             let _ = crate::CloseResult::new(ctx.ledger, "segment", marker);
             return flush;
@@ -987,8 +986,8 @@ impl Lifecycle for ReferenceStore {
     fn open(&mut self, ctx: &CycleCtx<'_>) -> Result<OpenStores, StoreError> {
         if self.config.variant == Variant::RawMallocPerCycle {
             // Planted: 4 KiB of native memory per cycle, no handle, no wrapper.
+            planted!("raw-malloc-per-cycle", ());
             // SAFETY: a plain C allocation, deliberately never freed.
-            // PLANTED(raw-malloc-per-cycle)
             let p = unsafe { libc::malloc(RAW_LEAK_BYTES) };
             if !p.is_null() {
                 // SAFETY: `p` points to RAW_LEAK_BYTES writable bytes.
