@@ -53,6 +53,21 @@
 // `unsafe` lives in `sys` (and in the planted-leak catalog's deliberate leaks).
 #![deny(unsafe_code)]
 
+/// `Debug` that names the type and nothing more, for types whose fields say nothing useful (a
+/// store's open handles, already in the ledger).
+#[cfg(feature = "rocksdb")]
+macro_rules! opaque_debug {
+    ($($ty:ident),* $(,)?) => {
+        $(impl std::fmt::Debug for $ty {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.debug_struct(stringify!($ty)).finish_non_exhaustive()
+            }
+        })*
+    };
+}
+#[cfg(feature = "rocksdb")]
+pub(crate) use opaque_debug;
+
 #[cfg(feature = "criterion")]
 pub mod bench;
 pub mod fault;

@@ -24,12 +24,14 @@ pub fn site_of(name: &str) -> Option<String> {
 /// `planted!("name", expr)`: evaluates `expr`, a planted leak, and records its line, so the
 /// detection matrix can compare the ledger's creation sites with it without reading source text.
 /// Keep `expr` on the macro's first line (the line recorded).
+#[cfg(feature = "rocksdb")]
 macro_rules! planted {
     ($name:literal, $planted:expr) => {{
         $crate::harness::planted::record_site($name, file!(), line!());
         $planted
     }};
 }
+#[cfg(feature = "rocksdb")]
 pub(crate) use planted;
 
 /// Wraps a lifecycle and leaks `bytes_per_cycle` bytes of native memory in every open (and,
@@ -38,6 +40,8 @@ pub struct PlantedMalloc<L> {
     inner: L,
     bytes_per_cycle: usize,
     kept: Vec<usize>,
+    // Set only with feature `rocksdb` (a tracked Options needs RocksDB).
+    #[cfg_attr(not(feature = "rocksdb"), allow(dead_code))]
     forget_options: bool,
 }
 

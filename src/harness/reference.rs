@@ -1089,14 +1089,4 @@ impl Drop for ReferenceStore {
     }
 }
 
-impl std::fmt::Debug for TaskStore {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TaskStore").finish_non_exhaustive()
-    }
-}
-
-impl std::fmt::Debug for OpenStores {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("OpenStores").finish_non_exhaustive()
-    }
-}
+crate::opaque_debug!(TaskStore, OpenStores);
