@@ -70,17 +70,25 @@ pub enum CatalogError {
     },
 }
 
+fn unknown<'a>(catalog: &'static str, name: &str, known: impl Iterator<Item = &'a str>) -> CatalogError {
+    CatalogError::Unknown { catalog, name: name.to_string(), known: known.collect::<Vec<_>>().join(", ") }
+}
+
+/// The planted-leak variant called `name`.
+///
+/// # Errors
+/// [`CatalogError::Unknown`], listing the names there are.
+pub fn variant(name: &str) -> Result<&'static Mutant, CatalogError> {
+    mutant(name).ok_or_else(|| unknown("variant", name, CATALOG.iter().map(|m| m.name)))
+}
+
 /// Runs the planted-leak variant `name` for `cycles` cycles in this process (a temporary data
 /// directory), for a child of [`run_catalogs`].
 ///
 /// # Errors
 /// An unknown name, or a store that cannot be set up.
 pub fn run_variant(name: &str, cycles: u64) -> Result<MutantOutcome, CatalogError> {
-    let m = mutant(name).ok_or_else(|| CatalogError::Unknown {
-        catalog: "variant",
-        name: name.to_string(),
-        known: CATALOG.iter().map(|m| m.name).collect::<Vec<_>>().join(", "),
-    })?;
+    let m = variant(name)?;
     let dir = tempfile::Builder::new().prefix("leakcheck-mutant-").tempdir().map_err(CatalogError::TempDir)?;
     Ok(run_mutant(m, dir.path(), cycles)?)
 }
@@ -92,11 +100,7 @@ pub fn run_variant(name: &str, cycles: u64) -> Result<MutantOutcome, CatalogErro
 /// # Errors
 /// An unknown name, a store that cannot be set up, a report that cannot be written.
 pub fn run_clean_store(name: &str, seed: u64, report_dir: Option<&Path>) -> Result<CleanOutcome, CatalogError> {
-    let store = clean_store(name).ok_or_else(|| CatalogError::Unknown {
-        catalog: "clean store",
-        name: name.to_string(),
-        known: CLEAN_CATALOG.iter().map(|s| s.name).collect::<Vec<_>>().join(", "),
-    })?;
+    let store = clean_store(name).ok_or_else(|| unknown("clean store", name, CLEAN_CATALOG.iter().map(|s| s.name)))?;
     let dir = tempfile::Builder::new().prefix("leakcheck-clean-").tempdir().map_err(CatalogError::TempDir)?;
     let started = Instant::now();
     let (outcome, harness) = run_clean_report(store, dir.path(), seed)?;

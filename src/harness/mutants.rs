@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use super::reference::{ReferenceConfig, ReferenceStore, Variant};
 use super::{Harness, HarnessConfig, HarnessError};
 use crate::fault::FaultPlan;
-use crate::verdict::{analyze, RunVerdict};
+use crate::verdict::{analyze, RunVerdict, SignalVerdict};
 use crate::{Class, Ledger, Verdict};
 
 /// The fault plan every variant and the reference store run under: it reaches the failing
@@ -236,12 +236,9 @@ pub struct MutantOutcome {
     pub planted_at: Option<String>,
 }
 
-fn leaking(v: &RunVerdict) -> BTreeSet<String> {
-    v.signals.iter().filter(|s| s.verdict == Verdict::Leak && !s.informational).map(|s| s.signal.clone()).collect()
-}
-
-fn leaking_classes(v: &RunVerdict) -> BTreeSet<Class> {
-    v.signals.iter().filter(|s| s.verdict == Verdict::Leak && !s.informational).filter_map(|s| Some(s.family()?.class())).collect()
+/// The judged signals that said "leak".
+fn leaking(v: &RunVerdict) -> impl Iterator<Item = &SignalVerdict> {
+    v.signals.iter().filter(|s| s.verdict == Verdict::Leak && !s.informational)
 }
 
 /// Runs one catalog entry for `cycles` cycles (at least its `min_cycles`) in `dir` under its plan and judges it.
@@ -267,21 +264,17 @@ pub fn run_mutant(m: &Mutant, dir: &Path, cycles: u64) -> Result<MutantOutcome, 
         times.push(start.elapsed().as_secs_f64());
         let n = p.samples.len();
         if n > analysis.warmup_cycles + 10 && n % 10 == 0 {
-            for name in leaking(&analyze(p.samples, None, None, &analysis)) {
-                first_statistical.entry(name).or_insert(p.record.cycle);
+            for s in leaking(&analyze(p.samples, None, None, &analysis)) {
+                first_statistical.entry(s.signal.clone()).or_insert(p.record.cycle);
             }
         }
         ControlFlow::Continue(())
     })?;
-    let names = leaking(&report.verdict);
-    let first_cycle = names
-        .iter()
-        .filter_map(|n| {
-            let s = report.verdict.signal_named(n)?;
-            s.first_cycle_with_residue.map(|c| c as u64).or_else(|| first_statistical.get(n).copied())
-        })
+    let first_cycle = leaking(&report.verdict)
+        .filter_map(|s| s.first_cycle_with_residue.map(|c| c as u64).or_else(|| first_statistical.get(&s.signal).copied()))
         .min();
-    let classes = leaking_classes(&report.verdict);
+    let names: BTreeSet<String> = leaking(&report.verdict).map(|s| s.signal.clone()).collect();
+    let classes: BTreeSet<Class> = leaking(&report.verdict).filter_map(|s| Some(s.family()?.class())).collect();
     let detected = report.verdict.verdict == Verdict::Leak;
     let mut sites = BTreeSet::new();
     let mut owners = BTreeSet::new();

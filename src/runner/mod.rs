@@ -172,9 +172,9 @@ pub enum RunError {
         /// Why.
         source: std::io::Error,
     },
-    /// The store's constructor failed.
+    /// The store's constructor failed (its causes follow as the error's source chain).
     #[error("cannot set up the store: {0}")]
-    Store(StoreSetupError),
+    Store(#[source] StoreSetupError),
     /// The harness could not start (the data directory cannot be watched).
     #[error(transparent)]
     Harness(#[from] HarnessError),
@@ -451,16 +451,8 @@ fn drive<L: Lifecycle>(store: &mut L, ledger: &Ledger, opts: &RunOptions, plan: 
     }
     let h = result?;
     let elapsed = started.elapsed().as_secs_f64();
-    let final_summary = if soak {
-        summary
-    } else {
-        let mut s = CycleSummary::default();
-        for r in &h.records {
-            s.add(r);
-        }
-        s
-    };
-    let mut r = RunReport::new(settings, &h.verdict, final_summary, h.ledger.clone(), h.cycles_run, elapsed, true);
+    // The observer saw every cycle's full record: its summary is the run's, soak or check.
+    let mut r = RunReport::new(settings, &h.verdict, summary, h.ledger.clone(), h.cycles_run, elapsed, true);
     r.interrupted = interrupted;
     if let Some(dir) = &opts.report {
         write_report(dir, &r, &h.samples, true)?;

@@ -7,9 +7,9 @@ mod mutants;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::{anyhow, Context, Result};
+use anyhow::{Context, Result};
 use clap::{Args, Parser, Subcommand};
-use leakcheck::harness::mutants as catalog;
+use leakcheck::harness::catalogs;
 use leakcheck::harness::reference::{ReferenceConfig, ReferenceStore};
 use leakcheck::probe::{self, Probe};
 use leakcheck::runner::cli::{self, StoreCommand};
@@ -135,7 +135,7 @@ fn main() -> ExitCode {
     match dispatch(parsed.command) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("{name}: {}", one_line(&e));
+            eprintln!("{name}: {}", cli::one_line(&*e));
             ExitCode::from(2)
         }
     }
@@ -147,29 +147,9 @@ fn reference_store(args: &ReferenceArgs, env: &StoreEnv<'_>) -> Result<Reference
     config.tasks = args.tasks;
     config.segments = args.segments;
     if let Some(name) = &args.plant {
-        let m = catalog::mutant(name).ok_or_else(|| {
-            let names: Vec<&str> = catalog::CATALOG.iter().map(|m| m.name).collect();
-            anyhow!("--plant {name}: unknown leak; known: {}", names.join(", "))
-        })?;
-        config.variant = m.variant;
+        config.variant = catalogs::variant(name).context("--plant")?.variant;
     }
     Ok(ReferenceStore::new(config, env.ledger)?)
-}
-
-/// The error and its causes on one line, leaving out a cause whose text the line already holds.
-fn one_line(e: &anyhow::Error) -> String {
-    let mut line = String::new();
-    for cause in e.chain() {
-        let text = cause.to_string();
-        if line.contains(&text) {
-            continue;
-        }
-        if !line.is_empty() {
-            line.push_str(": ");
-        }
-        line.push_str(&text);
-    }
-    line
 }
 
 fn dispatch(command: Command) -> Result<ExitCode> {
