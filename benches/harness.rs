@@ -8,7 +8,7 @@
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, Criterion};
-use leakcheck::harness::reference::{ReferenceConfig, ReferenceStore};
+use leak_tests::reference::{ReferenceConfig, ReferenceStore};
 use leakcheck::{CycleCtx, Depth, Harness, HarnessConfig, Ledger, Lifecycle};
 
 fn store(dir: &std::path::Path, ledger: &Ledger) -> ReferenceStore {
@@ -32,8 +32,7 @@ fn bare(store: &mut ReferenceStore, ledger: &Ledger, cycles: u64, first: u64) {
 }
 
 fn harnessed(store: &mut ReferenceStore, ledger: &Ledger, cycles: u64) {
-    let mut cfg = HarnessConfig::default();
-    cfg.cycles = cycles;
+    let cfg = HarnessConfig { cycles, ..HarnessConfig::default() };
     let report = Harness::new(cfg).run(store, ledger).expect("run");
     assert!(report.records.iter().all(|r| r.retained_handles.is_empty()));
 }

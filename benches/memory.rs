@@ -11,7 +11,7 @@ use criterion::measurement::Measurement;
 use criterion::{BenchmarkGroup, Criterion};
 use leakcheck::bench::{AllocatedBytes, RetainedBytes, RetainedHandles};
 use leakcheck::fault::Faults;
-use leakcheck::harness::reference::{ReferenceConfig, ReferenceStore};
+use leak_tests::reference::{ReferenceConfig, ReferenceStore};
 use leakcheck::tracked::{TrackedCfDescriptor, TrackedDb, TrackedOptions};
 use leakcheck::{CycleCtx, Depth, Ledger, Lifecycle};
 use rocksdb::SingleThreaded;
@@ -27,7 +27,7 @@ fn fresh_path(base: &Path) -> PathBuf {
 /// One fresh-directory cycle through the tracked wrappers: open 2 CFs, 100 writes each, close,
 /// destroy.
 fn tracked_cycle(ledger: &Ledger, path: &Path) {
-    leakcheck::harness::fresh::cycle_once(ledger, path, 100).expect("cycle");
+    leak_tests::fresh::cycle_once(ledger, path, 100).expect("cycle");
 }
 
 fn raw_open_close(path: &Path) {

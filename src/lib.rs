@@ -50,23 +50,8 @@
 //! `check`, `soak` and `compare`. `examples/kv-service` in the repository does all three.
 
 #![deny(missing_docs, missing_debug_implementations)]
-// `unsafe` lives in `sys` (and in the planted-leak catalog's deliberate leaks).
+// `unsafe` lives in `sys` only.
 #![deny(unsafe_code)]
-
-/// `Debug` that names the type and nothing more, for types whose fields say nothing useful (a
-/// store's open handles, already in the ledger).
-#[cfg(feature = "rocksdb")]
-macro_rules! opaque_debug {
-    ($($ty:ident),* $(,)?) => {
-        $(impl std::fmt::Debug for $ty {
-            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.debug_struct(stringify!($ty)).finish_non_exhaustive()
-            }
-        })*
-    };
-}
-#[cfg(feature = "rocksdb")]
-pub(crate) use opaque_debug;
 
 #[cfg(feature = "criterion")]
 pub mod bench;

@@ -556,7 +556,6 @@ impl CycleSample {
 
 /// Growth per cycle still called flat, per statistical signal.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[non_exhaustive]
 pub struct Tolerances {
     /// jemalloc allocated bytes (and unexplained bytes).
     pub allocated_bytes_per_cycle: f64,
@@ -608,7 +607,6 @@ impl Default for Tolerances {
 /// inconclusive) gets `6 / (pi^2 j^2)` of the rate, so the parts over all looks sum to the rate
 /// whatever the correlation between looks. A run judged once is look 1 (61% of the rate).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[non_exhaustive]
 pub struct AnalysisConfig {
     /// Cycles skipped by statistical signals (caches filling, arenas growing).
     pub warmup_cycles: usize,

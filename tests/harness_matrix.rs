@@ -4,7 +4,7 @@
 //! clean cycles. Process-wide measurement: one test in this file.
 #![cfg(feature = "rocksdb")]
 
-use leakcheck::harness::reference::{ReferenceConfig, ReferenceStore, FAULT_POINTS};
+use leak_tests::reference::{ReferenceConfig, ReferenceStore, FAULT_POINTS};
 use leakcheck::{Harness, HandleKind, Ledger, Verdict};
 
 #[test]
@@ -36,9 +36,9 @@ fn every_single_and_pair_fault_leaves_nothing_behind() {
         let r = &e.record;
         assert!(r.retained_handles.is_empty(), "{}: retained {:?}", e.plan, r.retained_handles);
         assert_eq!(r.swallowed_close_errors, 0, "{}", e.plan);
-        assert_eq!(r.integrity.violations(), 0, "{}: {:?}", e.plan, r.integrity);
-        assert_eq!(r.integrity.lost_records, 0, "{}", e.plan);
-        assert_eq!((r.integrity.locks_held, r.integrity.reopen_failures), (0, 0), "{}: reopen after a faulted close", e.plan);
+        assert_eq!(r.integrity.total_violations(), 0, "{}: {:?}", e.plan, r.integrity);
+        assert_eq!(r.integrity.violations_of("lost_records"), 0, "{}", e.plan);
+        assert_eq!((r.integrity.violations_of("locks_held"), r.integrity.violations_of("reopen_failures")), (0, 0), "{}: reopen after a faulted close", e.plan);
         assert!(e.clean, "{}", e.plan);
         assert_eq!(e.repeats, 6, "{}", e.plan);
         let bytes = e.bytes.as_ref().unwrap_or_else(|| panic!("{}: bytes not judged", e.plan));

@@ -4,7 +4,7 @@
 //! test in this file.
 #![cfg(feature = "rocksdb")]
 
-use leakcheck::harness::reference::{ReferenceConfig, ReferenceStore, Variant};
+use leak_tests::reference::{ReferenceConfig, ReferenceStore, Variant};
 use leakcheck::{Harness, Ledger, Verdict};
 
 #[test]

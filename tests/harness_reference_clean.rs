@@ -6,7 +6,7 @@
 #![cfg(feature = "rocksdb")]
 
 use leakcheck::fault::FaultPlan;
-use leakcheck::harness::reference::{ReferenceConfig, ReferenceStore};
+use leak_tests::reference::{ReferenceConfig, ReferenceStore};
 use leakcheck::harness::Continuation;
 use leakcheck::{Harness, HarnessConfig, Ledger, Signal, Verdict};
 
@@ -15,11 +15,13 @@ fn the_reference_store_is_clean_under_faults() {
     let dir = tempfile::tempdir().expect("tempdir");
     let ledger = Ledger::new();
     let mut store = ReferenceStore::new(ReferenceConfig::new(dir.path()), &ledger).expect("store");
-    let mut cfg = HarnessConfig::default();
-    cfg.cycles = 800;
-    cfg.plan = FaultPlan::parse("close.marker=10%,close.flush=5%,work.write=5%,work.scan=5%,open.db=3%,work.malformed=5%")
-        .expect("plan");
-    cfg.seed = 7;
+    let mut cfg = HarnessConfig {
+        cycles: 800,
+        plan: FaultPlan::parse("close.marker=10%,close.flush=5%,work.write=5%,work.scan=5%,open.db=3%,work.malformed=5%")
+            .expect("plan"),
+        seed: 7,
+        ..HarnessConfig::default()
+    };
     let continuation = Continuation::new(200, &mut cfg);
     let report = Harness::new(cfg).run_observed(&mut store, &ledger, |p| continuation.observe(p)).expect("run");
     for s in &report.verdict.signals {
@@ -31,7 +33,7 @@ fn the_reference_store_is_clean_under_faults() {
         let s = report.verdict.signal(name).unwrap_or_else(|| panic!("signal {name}"));
         assert_eq!(s.verdict, Verdict::Clean, "{name}: {s:?}");
     }
-    assert!(report.records.iter().any(|r| r.integrity.malformed_offsets_skipped > 0), "malformed entries must be met");
+    assert!(report.records.iter().any(|r| r.integrity.count_of("malformed_offsets_skipped") > 0), "malformed entries must be met");
     assert_eq!(report.verdict.leaking_signals(), Vec::<&str>::new());
     assert_eq!(report.verdict.verdict, Verdict::Clean, "after {} cycles", report.cycles_run);
     let back = report.verdict.baseline_return.as_ref().expect("baseline return");

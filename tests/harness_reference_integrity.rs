@@ -10,7 +10,7 @@
 #![cfg(feature = "rocksdb")]
 
 use leakcheck::fault::FaultPlan;
-use leakcheck::harness::reference::{ReferenceConfig, ReferenceStore};
+use leak_tests::reference::{ReferenceConfig, ReferenceStore};
 use leakcheck::harness::{CycleRecord, Phase};
 use leakcheck::{Harness, HarnessConfig, Ledger};
 
@@ -18,12 +18,14 @@ fn run(plan: &str, seed: u64, cycles: u64) -> Vec<CycleRecord> {
     let dir = tempfile::tempdir().expect("tempdir");
     let ledger = Ledger::new();
     let mut store = ReferenceStore::new(ReferenceConfig::new(dir.path()), &ledger).expect("store");
-    let mut cfg = HarnessConfig::default();
-    cfg.cycles = cycles;
-    // Memory is not judged here: one sample at the start, one at the end.
-    cfg.sample_every = cycles;
-    cfg.plan = FaultPlan::parse(plan).expect("plan");
-    cfg.seed = seed;
+    let cfg = HarnessConfig {
+        cycles,
+        // Memory is not judged here: one sample at the start, one at the end.
+        sample_every: cycles,
+        plan: FaultPlan::parse(plan).expect("plan"),
+        seed,
+        ..HarnessConfig::default()
+    };
     Harness::new(cfg).run(&mut store, &ledger).expect("run").records
 }
 
@@ -31,11 +33,11 @@ fn run(plan: &str, seed: u64, cycles: u64) -> Vec<CycleRecord> {
 fn work_faults_lose_no_committed_record() {
     let records = run("work.write=20%,work.scan=30%,work.commit=5%,work.roll=5%", 11, 120);
     for r in &records {
-        assert_eq!(r.integrity.violations(), 0, "cycle {}: {:?}", r.cycle, r.integrity);
+        assert_eq!(r.integrity.total_violations(), 0, "cycle {}: {:?}", r.cycle, r.integrity);
         assert!(r.retained_handles.is_empty(), "cycle {}: {:?}", r.cycle, r.retained_handles);
     }
     let failed_work = records.iter().filter(|r| matches!(r.work, Phase::Error(_))).count();
-    let late: u64 = records.iter().map(|r| r.integrity.late_records_dropped).sum();
+    let late: u64 = records.iter().map(|r| r.integrity.count_of("late_records_dropped")).sum();
     let checked: u64 = records.iter().map(|r| r.integrity.records_checked).sum();
     assert!(failed_work > 30, "the plan must cut work short often: {failed_work} cycles");
     assert!(late > 0, "a lagging partition must meet an expired segment");

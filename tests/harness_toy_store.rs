@@ -64,16 +64,14 @@ impl Lifecycle for Toy {
         let mut i = Integrity::default();
         i.records_checked = self.committed;
         if self.committed > self.written {
-            i.lost_records = self.committed - self.written;
+            i.violation("lost_records", self.committed - self.written);
         }
         i
     }
 }
 
 fn config(plan: &str, cycles: u64) -> HarnessConfig {
-    let mut cfg = HarnessConfig::default();
-    cfg.cycles = cycles;
-    cfg.plan = FaultPlan::parse(plan).expect("plan");
+    let mut cfg = HarnessConfig { cycles, plan: FaultPlan::parse(plan).expect("plan"), ..HarnessConfig::default() };
     cfg.settle.timeout = std::time::Duration::from_millis(20);
     cfg
 }

@@ -4,8 +4,8 @@
 //! this file; its three runs are sequential.
 #![cfg(feature = "rocksdb")]
 
-use leakcheck::harness::fresh::FreshDbLoop;
-use leakcheck::harness::planted::PlantedMalloc;
+use leak_tests::fresh::FreshDbLoop;
+use leak_tests::planted::PlantedMalloc;
 use leakcheck::{Harness, HarnessConfig, Ledger, Signal, Verdict};
 
 const CYCLES: u64 = 220;
@@ -17,9 +17,7 @@ fn the_slope_is_per_cycle_at_any_sample_interval() {
         let dir = tempfile::tempdir().expect("tempdir");
         let ledger = Ledger::new();
         let mut store = PlantedMalloc::new(FreshDbLoop::new(dir.path(), 100), 1024, CYCLES);
-        let mut cfg = HarnessConfig::default();
-        cfg.cycles = CYCLES;
-        cfg.sample_every = every;
+        let cfg = HarnessConfig { cycles: CYCLES, sample_every: every, ..HarnessConfig::default() };
         let report = Harness::new(cfg).run(&mut store, &ledger).expect("run");
         let s = report.verdict.signal(Signal::UnexplainedBytes).expect("bytes signal").clone();
         eprintln!("sample every {every}: {:?} {:?} [{:?}, {:?}] from {} samples", s.verdict, s.slope_per_cycle, s.lower, s.upper, s.cycles);

@@ -1,13 +1,48 @@
-//! The planted-leak catalog, run as the detector's own test.
+//! The detector's own test, kept out of leakcheck's core: the reference store (a segmented store
+//! modelled on Kafka Streams' window stores, with its planted-leak variants), the two catalogs
+//! (planted leaks that must be caught, correct stores unlike ours that must come out clean), the
+//! sensitivity runs, and the `leakcheck` binary that runs them all from the command line.
 //!
-//! The variants are the reference store with one planted bug each
-//! (`leakcheck::harness::reference::Variant`, marked `PLANTED(name)` in its code) and the catalog
-//! of what each must trip is `leakcheck::harness::mutants::CATALOG`. This crate runs them: the
-//! `leak-variant` binary runs one variant per process (process-wide signals stay clean), and
-//! `tests/detection_matrix.rs` spawns it for every variant and checks the detection matrix.
+//! Process-wide signals stay clean because every catalog entry runs in a process of its own: the
+//! `leak-variant` binary runs one planted leak, `clean-store` one clean store, and
+//! `tests/detection_matrix.rs` spawns them for the whole catalog and checks the matrix.
+
+// The planted leaks are deliberate `unsafe` (C allocations and native objects never freed); they
+// live in `planted` and `reference` only.
+#![deny(unsafe_code)]
+#![deny(missing_debug_implementations)]
 
 use std::path::Path;
 use std::process::ExitCode;
+use std::sync::{Mutex, MutexGuard};
+
+/// `Debug` that names the type and nothing more, for stores whose fields are open handles
+/// (already in the ledger).
+macro_rules! opaque_debug {
+    ($($ty:ident),* $(,)?) => {
+        $(impl std::fmt::Debug for $ty {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.debug_struct(stringify!($ty)).finish_non_exhaustive()
+            }
+        })*
+    };
+}
+pub(crate) use opaque_debug;
+
+pub mod catalogs;
+pub mod clean;
+pub mod fresh;
+pub mod mutants;
+#[allow(unsafe_code)]
+pub mod planted;
+#[allow(unsafe_code)]
+pub mod reference;
+pub mod sensitivity;
+
+/// Locks a mutex, recovering from poisoning (a catalog run must report, not cascade panics).
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
 
 /// What both binaries do with one run: make a scratch directory, run `run` in it, print the
 /// outcome it returns (one line of JSON) and exit 0; on any failure print `tool: ...` and exit 2.

@@ -10,8 +10,8 @@ use std::collections::BTreeMap;
 use std::process::Command;
 use std::sync::Mutex;
 
-use leakcheck::harness::clean::{CleanOutcome, CLEAN_CATALOG};
-use leakcheck::harness::mutants::{MutantOutcome, CATALOG};
+use leak_tests::clean::{CleanOutcome, CLEAN_CATALOG};
+use leak_tests::mutants::{MutantOutcome, CATALOG};
 use leakcheck::{Class, Signal, Verdict};
 
 /// Seeds of each clean store's fault plan run here. `leakcheck mutants --clean-seeds 20` runs

@@ -1,25 +1,9 @@
 //! The cycle harness: drives a store through open / work / close cycles with injected faults,
 //! and after every cycle checks that every native resource was released and no data was lost.
 //!
-//! Users implement [`Lifecycle`] for their own store; the built-in [`reference`] store (feature
-//! `rocksdb`) is a segmented store modelled on Kafka Streams' window stores.
+//! Users implement [`Lifecycle`] for their own store. The reference store (a segmented store
+//! modelled on Kafka Streams' window stores) and the catalogs live in the `leak-tests` package.
 
-#[cfg(feature = "rocksdb")]
-pub mod catalogs;
-#[cfg(feature = "rocksdb")]
-pub mod clean;
-#[cfg(feature = "rocksdb")]
-pub mod fresh;
-#[cfg(feature = "rocksdb")]
-pub mod mutants;
-// The planted leaks are deliberate `unsafe` (C allocations and native objects never freed).
-#[allow(unsafe_code)]
-pub mod planted;
-#[cfg(feature = "rocksdb")]
-#[allow(unsafe_code)]
-pub mod reference;
-#[cfg(feature = "rocksdb")]
-pub mod sensitivity;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -48,43 +32,61 @@ pub struct CycleCtx<'a> {
 }
 
 /// What the store's own checks found after a cycle (the harness runs them after close).
+///
+/// The counters are the store's, by name: a [`violation`](Integrity::violation) breaks a
+/// guarantee (a lost record, a lock still held, a directory left behind) and fails the run's
+/// `integrity` signal; a [`count`](Integrity::count) is reported and not a failure (late records
+/// dropped by a window store). In the report JSON both are keys of the cycle's record, as a
+/// store's own fields would be.
+///
+/// ```
+/// let mut found = leakcheck::Integrity::default();
+/// found.records_checked = 100;
+/// found.violation("lost_records", 2);
+/// found.count("late_records_dropped", 5);
+/// found.problem("record 17 missing after reopen");
+/// assert_eq!(found.total_violations(), 2);
+/// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct Integrity {
     /// Records whose presence was checked.
     pub records_checked: u64,
-    /// Records covered by a committed offset but missing from the data: at-least-once broken.
-    pub lost_records: u64,
-    /// Malformed offset entries skipped by restore (reported, not a failure).
-    pub malformed_offsets_skipped: u64,
-    /// Records dropped because they arrived for a segment past the retention (reported, not a
-    /// failure: a window store drops late records).
-    #[serde(default)]
-    pub late_records_dropped: u64,
-    /// Valid offset entries that restore did not return.
-    pub offsets_dropped_by_restore: u64,
-    /// Stores that could not be reopened because a LOCK was still held.
-    pub locks_held: u64,
-    /// Stores that could not be reopened for another reason.
-    pub reopen_failures: u64,
-    /// Destroyed segment directories still on disk.
-    pub stale_dirs: u64,
-    /// Stores owned by no live task, or by more than one.
-    pub ownership_errors: u64,
+    /// Broken guarantees, by the store's name for them.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub violations: BTreeMap<String, u64>,
+    /// Counts reported but not failures, by name.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub counts: BTreeMap<String, u64>,
     /// Human-readable descriptions of the first problems.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub problems: Vec<String>,
 }
 
 impl Integrity {
-    /// Problems that break a guarantee (everything but skipped malformed entries).
-    pub fn violations(&self) -> u64 {
-        self.lost_records
-            + self.offsets_dropped_by_restore
-            + self.locks_held
-            + self.reopen_failures
-            + self.stale_dirs
-            + self.ownership_errors
+    /// Adds `n` to the violation `name` (the key appears even when `n` is 0: the check ran).
+    pub fn violation(&mut self, name: &str, n: u64) {
+        *self.violations.entry(name.to_owned()).or_default() += n;
+    }
+
+    /// Adds `n` to the count `name`, reported but not a failure.
+    pub fn count(&mut self, name: &str, n: u64) {
+        *self.counts.entry(name.to_owned()).or_default() += n;
+    }
+
+    /// The violation `name` (0 when the store never reported it).
+    pub fn violations_of(&self, name: &str) -> u64 {
+        self.violations.get(name).copied().unwrap_or(0)
+    }
+
+    /// The count `name` (0 when the store never reported it).
+    pub fn count_of(&self, name: &str) -> u64 {
+        self.counts.get(name).copied().unwrap_or(0)
+    }
+
+    /// All violations: what the `integrity` signal judges (exactly zero when clean).
+    pub fn total_violations(&self) -> u64 {
+        self.violations.values().sum()
     }
 
     /// Records a problem's description (the first 20 are kept).
@@ -94,17 +96,15 @@ impl Integrity {
         }
     }
 
-    /// Adds another report's counts.
+    /// Adds another report's counters and problems.
     pub fn merge(&mut self, other: Integrity) {
         self.records_checked += other.records_checked;
-        self.lost_records += other.lost_records;
-        self.malformed_offsets_skipped += other.malformed_offsets_skipped;
-        self.late_records_dropped += other.late_records_dropped;
-        self.offsets_dropped_by_restore += other.offsets_dropped_by_restore;
-        self.locks_held += other.locks_held;
-        self.reopen_failures += other.reopen_failures;
-        self.stale_dirs += other.stale_dirs;
-        self.ownership_errors += other.ownership_errors;
+        for (k, v) in other.violations {
+            *self.violations.entry(k).or_default() += v;
+        }
+        for (k, v) in other.counts {
+            *self.counts.entry(k).or_default() += v;
+        }
         for p in other.problems {
             self.problem(p);
         }
@@ -286,7 +286,6 @@ impl CycleRecord {
 
 /// The harness's settings.
 #[derive(Debug, Clone)]
-#[non_exhaustive]
 pub struct HarnessConfig {
     /// Cycles to run (a stop request from the observer ends the run earlier).
     pub cycles: u64,
@@ -774,7 +773,7 @@ fn record_clean(r: &CycleRecord) -> bool {
     r.retained_handles.is_empty()
         && r.swallowed_close_errors == 0
         && r.unshared_caches_open == 0
-        && r.integrity.violations() == 0
+        && r.integrity.total_violations() == 0
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -838,7 +837,8 @@ fn run_cycle<L: Lifecycle>(
         None => Integrity::default(),
         Some(Ok(i)) => i.clone(),
         Some(Err(p)) => {
-            let mut i = Integrity { reopen_failures: 1, ..Integrity::default() };
+            let mut i = Integrity::default();
+            i.violation("check_panics", 1);
             i.problem(format!("integrity check panicked: {}", panic_text(p)));
             i
         }
@@ -897,7 +897,7 @@ fn verdict_of(
     }
     extra.push(exact(Signal::UnsharedCachesOpen, None, &|r| r.unshared_caches_open as f64));
     extra.push(exact(Signal::SwallowedCloseErrors, None, &|r| r.swallowed_close_errors as f64));
-    extra.push(exact(Signal::Integrity, None, &|r| r.integrity.violations() as f64));
+    extra.push(exact(Signal::Integrity, None, &|r| r.integrity.total_violations() as f64));
     v.signals.extend(extra);
     // Leaks on fault paths: each cycle's change in unexplained bytes against the faults that
     // fired in it (needs a sample every cycle and the cycles' fault records).

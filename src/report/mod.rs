@@ -173,16 +173,15 @@ pub struct CycleSummary {
     pub panics: u64,
     /// Fault points fired, with counts.
     pub faults_fired: BTreeMap<String, u64>,
-    /// Malformed offset entries skipped by restore.
-    pub malformed_offsets_skipped: u64,
-    /// Records dropped as late (their segment past the retention): counted, not a failure.
-    #[serde(default)]
-    pub late_records_dropped: u64,
     /// Records checked by the integrity check.
     pub records_checked: u64,
     /// The first integrity problems.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub integrity_problems: Vec<String>,
+    /// The store's integrity counts ([`Integrity::count`](crate::Integrity::count)) summed over
+    /// the cycles: one key each (a window store's `late_records_dropped`).
+    #[serde(flatten)]
+    pub counts: BTreeMap<String, u64>,
 }
 
 impl CycleSummary {
@@ -196,8 +195,9 @@ impl CycleSummary {
         for (k, v) in &r.faults_fired {
             *self.faults_fired.entry(k.clone()).or_default() += v;
         }
-        self.malformed_offsets_skipped = self.malformed_offsets_skipped.max(r.integrity.malformed_offsets_skipped);
-        self.late_records_dropped += r.integrity.late_records_dropped;
+        for (k, v) in &r.integrity.counts {
+            *self.counts.entry(k.clone()).or_default() += v;
+        }
         self.records_checked += r.integrity.records_checked;
         for p in &r.integrity.problems {
             if self.integrity_problems.len() < 10 {

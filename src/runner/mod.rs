@@ -66,7 +66,6 @@ pub const MIN_CYCLES: u64 = 30;
 
 /// What to run: the settings of `leakcheck check` and `leakcheck soak`, one field per flag.
 #[derive(Debug, Clone)]
-#[non_exhaustive]
 pub struct RunOptions {
     /// `check` or `soak`.
     pub mode: Mode,

@@ -46,11 +46,9 @@ pub(crate) fn table(r: &RunReport) -> String {
     let _ = writeln!(out, "fault plan: {} (seed {}), tracking: {}", if s.plan.is_empty() { "none" } else { &s.plan }, s.seed, s.tracking);
     let c = &r.cycles_summary;
     let mut cycles = format!("cycles with errors: open {}, work {}, close {}; panics {}", c.open_errors, c.work_errors, c.close_errors, c.panics);
-    // The store's own counts, where it keeps them (a store with offsets, a window store).
-    for (name, n) in [("malformed offsets skipped", c.malformed_offsets_skipped), ("late records dropped", c.late_records_dropped)] {
-        if n > 0 {
-            let _ = write!(cycles, "; {name} {n}");
-        }
+    // The store's own counts, where it keeps them (a window store's late records).
+    for (name, n) in c.counts.iter().filter(|(_, n)| **n > 0) {
+        let _ = write!(cycles, "; {} {n}", name.replace('_', " "));
     }
     let _ = writeln!(out, "{cycles}");
     let _ = writeln!(out);

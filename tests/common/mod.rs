@@ -11,7 +11,7 @@ use leakcheck::{Ledger, Probe, Signal};
 /// One cycle: a 2-column-family DB in a fresh directory, 100 writes per column family, close,
 /// destroy the directory.
 pub fn cycle(ledger: &Ledger, dir: &std::path::Path) {
-    leakcheck::harness::fresh::cycle_once(ledger, dir, 100).expect("cycle");
+    leak_tests::fresh::cycle_once(ledger, dir, 100).expect("cycle");
 }
 
 /// Runs `cycles` cycles, planting a native leak of `leak_bytes` per cycle through C malloc (0 for

@@ -197,14 +197,14 @@ impl Lifecycle for KvService {
         let open = match self.open_db(ctx.ledger) {
             Ok(open) => open,
             Err(e) => {
-                report.reopen_failures = 1;
+                report.violation("reopen_failures", 1);
                 report.problem(format!("reopen after close: {e}"));
                 return report;
             }
         };
         let found = open.db.cf_handle(USERS).map(|users| open.db.get_cf(users, &key));
         if !matches!(&found, Some(Ok(Some(v))) if *v == value) {
-            report.lost_records = 1;
+            report.violation("lost_records", 1);
             report.problem(format!("acknowledged record {} not read back: {found:?}", String::from_utf8_lossy(&key)));
         }
         if let Err(e) = open.db.close().into_result() {

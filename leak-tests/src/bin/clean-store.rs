@@ -5,7 +5,7 @@
 
 use std::process::ExitCode;
 
-use leakcheck::harness::clean::{clean_store, run_clean, CLEAN_CATALOG};
+use leak_tests::clean::{clean_store, run_clean, CLEAN_CATALOG};
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();

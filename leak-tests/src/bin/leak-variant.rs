@@ -6,7 +6,7 @@
 
 use std::process::ExitCode;
 
-use leakcheck::harness::mutants::{mutant, run_mutant, CATALOG};
+use leak_tests::mutants::{mutant, run_mutant, CATALOG};
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();

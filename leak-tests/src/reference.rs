@@ -27,15 +27,15 @@ use std::sync::{Arc, Mutex};
 
 use rocksdb::{IteratorMode, MultiThreaded};
 
-use super::planted::planted;
-use super::{CycleCtx, Integrity, Lifecycle, StoreInfo};
-use crate::ledger::lock;
-use crate::probe::RocksDbMemory;
-use crate::tracked::{
+use crate::planted::planted;
+use leakcheck::harness::{CycleCtx, Integrity, Lifecycle, StoreInfo};
+use crate::lock;
+use leakcheck::probe::RocksDbMemory;
+use leakcheck::tracked::{
     TrackedBlockBasedOptions, TrackedCache, TrackedCfDescriptor, TrackedDb, TrackedOptions, TrackedWriteBatch,
     TrackedWriteBufferManager, TrackedWriteOptions,
 };
-use crate::{owner_scope, Ledger};
+use leakcheck::{owner_scope, Ledger};
 
 type Db = TrackedDb<MultiThreaded>;
 
@@ -58,6 +58,17 @@ const MARKER_LEAK_BYTES: usize = 1024;
 /// The reference store's default fault plan (`leakcheck check` without `--faults`): every close
 /// path reached (the marker write and the flush failing), failing writes, scans that panic,
 /// failing opens and malformed offset entries, at the rates a real run meets them.
+/// The reference store's integrity violations ([`Integrity::violation`]): a record below a
+/// committed offset missing (at-least-once broken), a valid offset restore did not return, a
+/// LOCK still held at reopen, any other reopen or scan failure, a destroyed segment directory
+/// still on disk, a store owned by no live task.
+pub const VIOLATIONS: [&str; 6] =
+    ["lost_records", "offsets_dropped_by_restore", "locks_held", "reopen_failures", "stale_dirs", "ownership_errors"];
+/// Malformed offset entries skipped by restore (KAFKA-15800's input): counted, not a failure.
+pub const MALFORMED_SKIPPED: &str = "malformed_offsets_skipped";
+/// Records dropped as late (their segment past the retention), as a window store drops them.
+pub const LATE_DROPPED: &str = "late_records_dropped";
+
 pub const DEFAULT_PLAN: &str =
     "close.marker=10%,close.flush=5%,work.write=5%,work.scan=3%:panic,open.db=3%,open.options=2%,work.malformed=5%";
 
@@ -752,7 +763,7 @@ impl ReferenceStore {
             // Planted: the close result is dropped on the floor; with it goes the marker's error.
             planted!("swallowed-close-error", ());
             drop(closed);
-            let _ = crate::CloseResult::new(ctx.ledger, "segment", marker);
+            let _ = leakcheck::CloseResult::new(ctx.ledger, "segment", marker);
             return flush;
         } else {
             closed.into_result().map_err(|source| StoreError::RocksDb { task, segment: id, what: "close", source })
@@ -819,7 +830,13 @@ impl ReferenceStore {
             live.late_dropped = 0;
             snapshot
         };
-        let mut report = Integrity { late_records_dropped: book.late_dropped, ..Integrity::default() };
+        let mut report = Integrity::default();
+        // Every counter is reported, zeros included: the report shows what was checked.
+        for name in VIOLATIONS {
+            report.violation(name, 0);
+        }
+        report.count(MALFORMED_SKIPPED, 0);
+        report.count(LATE_DROPPED, book.late_dropped);
         // Every segment directory on disk must be a live segment: a destroyed one still there, or
         // one re-created after its destruction, is stale.
         let task_dir = self.config.dir.join(format!("task_0_{task}"));
@@ -829,14 +846,14 @@ impl ReferenceStore {
                     let name = entry.file_name();
                     let id = name.to_str().and_then(|n| n.strip_prefix("segment_")).and_then(|n| n.parse::<u64>().ok());
                     if let Some(id) = id.filter(|id| !book.live.contains(id)) {
-                        report.stale_dirs += 1;
+                        report.violation("stale_dirs", 1);
                         report.problem(format!("task {task}: segment {id} is on disk but not live (destroyed, or re-created)"));
                     }
                 }
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => {
-                report.reopen_failures += 1;
+                report.violation("reopen_failures", 1);
                 report.problem(format!("task {task}: cannot list {}: {e}", task_dir.display()));
             }
         }
@@ -850,19 +867,19 @@ impl ReferenceStore {
                 Err(e) => {
                     let text = e.to_string();
                     if text.to_lowercase().contains("lock") {
-                        report.locks_held += 1;
+                        report.violation("locks_held", 1);
                         report.problem(format!("task {task} segment {id}: LOCK still held: {text}"));
                     } else {
-                        report.reopen_failures += 1;
+                        report.violation("reopen_failures", 1);
                         report.problem(format!("task {task} segment {id}: reopen failed: {text}"));
                     }
                     continue;
                 }
             };
             match self.restore_segment(task, &seg, &mut restored) {
-                Ok(skipped) => report.malformed_offsets_skipped += skipped,
+                Ok(skipped) => report.count(MALFORMED_SKIPPED, skipped),
                 Err(e) => {
-                    report.reopen_failures += 1;
+                    report.violation("reopen_failures", 1);
                     report.problem(format!("task {task} segment {id}: restore failed: {e}"));
                 }
             }
@@ -875,7 +892,7 @@ impl ReferenceStore {
                             }
                         }
                         Err(e) => {
-                            report.reopen_failures += 1;
+                            report.violation("reopen_failures", 1);
                             report.problem(format!("task {task} segment {id}: data scan failed: {e}"));
                             break;
                         }
@@ -883,7 +900,7 @@ impl ReferenceStore {
                 }
             }
             if let Err(e) = seg.db.close().into_result() {
-                report.reopen_failures += 1;
+                report.violation("reopen_failures", 1);
                 report.problem(format!("task {task} segment {id}: close after check failed: {e}"));
             }
         }
@@ -897,7 +914,7 @@ impl ReferenceStore {
         for (&p, &truth) in &book.committed {
             let got = restored.get(&p).copied().unwrap_or(0);
             if got < truth {
-                report.offsets_dropped_by_restore += 1;
+                report.violation("offsets_dropped_by_restore", 1);
                 report.problem(format!("task {task} partition {p}: restore returned offset {got}, committed {truth}"));
             }
             // Every record below the committed offset whose segment is still retained must exist.
@@ -906,8 +923,8 @@ impl ReferenceStore {
             for o in from..truth {
                 report.records_checked += 1;
                 if !have.is_some_and(|h| h.contains(&o)) {
-                    report.lost_records += 1;
-                    if report.lost_records <= 3 {
+                    report.violation("lost_records", 1);
+                    if report.violations_of("lost_records") <= 3 {
                         report.problem(format!(
                             "task {task} partition {p}: offset {o} committed (up to {truth}) but its record is missing from segment {} (live segments {:?}, stream time at segment {:?})",
                             self.segment_of(o),
@@ -924,7 +941,7 @@ impl ReferenceStore {
 
 impl Segment {
     /// A column family of this segment.
-    fn cf(&self, task: u32, name: &'static str) -> Result<crate::tracked::TrackedBoundCf<'_>, StoreError> {
+    fn cf(&self, task: u32, name: &'static str) -> Result<leakcheck::tracked::TrackedBoundCf<'_>, StoreError> {
         self.db.cf_handle(name).ok_or(StoreError::MissingCf { task, segment: self.id, name })
     }
 }
@@ -1035,7 +1052,7 @@ impl Lifecycle for ReferenceStore {
         let mut report = Integrity::default();
         let orphans: Vec<u32> = lock(&self.owners).keys().copied().collect();
         if !orphans.is_empty() {
-            report.ownership_errors += orphans.len() as u64;
+            report.violation("ownership_errors", orphans.len() as u64);
             report.problem(format!("tasks {orphans:?} still own a store after close (orphaned)"));
         }
         for t in 0..self.config.tasks {
@@ -1063,7 +1080,7 @@ impl Lifecycle for ReferenceStore {
     fn rocksdb_memory(&self) -> Option<RocksDbMemory> {
         // Sampled between cycles, when every segment is closed: the caches and what the write
         // buffer managers reserved in them (memtables of DBs still open somewhere).
-        let mut consumers = crate::probe::MemoryConsumers::new().ok()?;
+        let mut consumers = leakcheck::probe::MemoryConsumers::new().ok()?;
         for t in &self.tasks {
             consumers.cache(&t.cache).write_buffer_manager(&t.write_buffers);
         }

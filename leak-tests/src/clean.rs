@@ -1,6 +1,6 @@
 //! The clean-store catalog: correct stores that differ from the reference store the way users'
 //! stores do, each of which must come out **clean** (the verdict `Clean`, not "not a leak"). It is
-//! the specificity twin of the planted-leak catalog ([`super::mutants`]): a detector that cannot
+//! the specificity twin of the planted-leak catalog ([`crate::mutants`]): a detector that cannot
 //! say "clean" about a correct store is no CI gate.
 //!
 //! None of these stores was used to tune the detector's thresholds. Each runs under a fault plan
@@ -19,15 +19,15 @@ use std::time::{Duration, Instant};
 use rocksdb::{Direction, IteratorMode, MultiThreaded, SingleThreaded};
 use serde::{Deserialize, Serialize};
 
-use super::reference::{ReferenceConfig, ReferenceStore};
-use super::{CycleCtx, Harness, HarnessConfig, HarnessError, HarnessReport, Lifecycle};
-use crate::fault::{FaultAction, FaultPlan};
-use crate::probe::RocksDbMemory;
-use crate::tracked::{
+use crate::reference::{ReferenceConfig, ReferenceStore};
+use leakcheck::harness::{CycleCtx, Harness, HarnessConfig, HarnessError, HarnessReport, Lifecycle};
+use leakcheck::fault::{FaultAction, FaultPlan};
+use leakcheck::probe::RocksDbMemory;
+use leakcheck::tracked::{
     TrackedBlockBasedOptions, TrackedCache, TrackedCfDescriptor, TrackedCheckpoint, TrackedDb, TrackedOptions,
     TrackedWriteBatch, TrackedWriteBufferManager, TrackedWriteOptions,
 };
-use crate::{Ledger, Verdict};
+use leakcheck::{Ledger, Verdict};
 
 /// The settings of `leakcheck check`: cycles asked for, and the longest run while the memory
 /// verdict is inconclusive.
@@ -198,7 +198,7 @@ impl Lifecycle for LongLivedDb {
     }
 
     fn rocksdb_memory(&self) -> Option<RocksDbMemory> {
-        let mut consumers = crate::probe::MemoryConsumers::new().ok()?;
+        let mut consumers = leakcheck::probe::MemoryConsumers::new().ok()?;
         consumers.db(&self.db).cache(&self.cache);
         consumers.read().ok()
     }
@@ -450,7 +450,7 @@ impl Lifecycle for SharedCacheWbm {
     }
 
     fn rocksdb_memory(&self) -> Option<RocksDbMemory> {
-        let mut consumers = crate::probe::MemoryConsumers::new().ok()?;
+        let mut consumers = leakcheck::probe::MemoryConsumers::new().ok()?;
         consumers.cache(&self.cache).write_buffer_manager(&self.wbm);
         consumers.read().ok()
     }
@@ -777,7 +777,7 @@ pub const CLEAN_CATALOG: [CleanStore; 8] = [
     CleanStore {
         name: "reference-4x8",
         description: "the reference store at 4 tasks x 8 segments (32 instances per cycle)",
-        plan: super::mutants::DEFAULT_CHECK_PLAN,
+        plan: crate::mutants::DEFAULT_CHECK_PLAN,
         run: |dir, ledger, cfg| {
             let mut config = ReferenceConfig::new(dir.join("store"));
             config.tasks = 4;
@@ -795,7 +795,7 @@ pub fn clean_store(name: &str) -> Option<&'static CleanStore> {
 
 fn checked<L: Lifecycle>(store: &mut L, ledger: &Ledger, cfg: &HarnessConfig) -> std::result::Result<HarnessReport, HarnessError> {
     let mut cfg = cfg.clone();
-    let continuation = super::Continuation::new(CHECK_CYCLES, &mut cfg);
+    let continuation = leakcheck::harness::Continuation::new(CHECK_CYCLES, &mut cfg);
     let harness = Harness::new(cfg);
     harness.run_observed(store, ledger, |p| continuation.observe(p))
 }
@@ -855,8 +855,8 @@ pub fn run_clean_report(
     let started = Instant::now();
     let report = (store.run)(dir, &ledger, &cfg)?;
     let judged = report.verdict.signals.iter().filter(|s| !s.informational);
-    let names = |f: &dyn Fn(&crate::SignalVerdict) -> bool| judged.clone().filter(|s| f(s)).map(|s| s.signal.clone()).collect();
-    let bytes = report.verdict.signal(crate::Signal::UnexplainedBytes).and_then(|s| Some([s.slope_per_cycle?, s.lower?, s.upper?]));
+    let names = |f: &dyn Fn(&leakcheck::SignalVerdict) -> bool| judged.clone().filter(|s| f(s)).map(|s| s.signal.clone()).collect();
+    let bytes = report.verdict.signal(leakcheck::Signal::UnexplainedBytes).and_then(|s| Some([s.slope_per_cycle?, s.lower?, s.upper?]));
     let outcome = CleanOutcome {
         store: store.name.to_string(),
         seed,

@@ -2,7 +2,6 @@
 //! the JSON report and its schema, crash-safe soak reports under SIGKILL and SIGINT, and every
 //! kind of bad input rejected with one line and no files left behind. Each test runs the binary
 //! in processes of its own, so tests may run in parallel.
-#![cfg(feature = "rocksdb")]
 
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};

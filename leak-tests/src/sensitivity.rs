@@ -7,12 +7,12 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
-use super::fresh::FreshDbLoop;
-use super::planted::PlantedMalloc;
-use super::reference::{ReferenceConfig, ReferenceStore};
-use super::{Harness, HarnessConfig, HarnessError, Lifecycle};
-use crate::verdict::analyze;
-use crate::{Depth, Ledger, Verdict};
+use crate::fresh::FreshDbLoop;
+use crate::planted::PlantedMalloc;
+use crate::reference::{ReferenceConfig, ReferenceStore};
+use leakcheck::harness::{Harness, HarnessConfig, HarnessError, Lifecycle};
+use leakcheck::verdict::analyze;
+use leakcheck::{Depth, Ledger, Verdict};
 
 /// A store the table runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -67,7 +67,7 @@ pub struct FalsePositives {
     pub inconclusive: u32,
 }
 
-const BYTES_SIGNAL: crate::Signal = crate::Signal::UnexplainedBytes;
+const BYTES_SIGNAL: leakcheck::Signal = leakcheck::Signal::UnexplainedBytes;
 
 fn harness(cycles: u64, warmup: usize) -> Harness {
     // Integrity is not what is measured here; leave the reopen out of the cycle.

@@ -13,11 +13,11 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
-use super::reference::{ReferenceConfig, ReferenceStore, Variant};
-use super::{Harness, HarnessConfig, HarnessError};
-use crate::fault::FaultPlan;
-use crate::verdict::{analyze, RunVerdict, SignalVerdict};
-use crate::{Class, Ledger, Verdict};
+use crate::reference::{ReferenceConfig, ReferenceStore, Variant};
+use leakcheck::harness::{Harness, HarnessConfig, HarnessError};
+use leakcheck::fault::FaultPlan;
+use leakcheck::verdict::{analyze, RunVerdict, SignalVerdict};
+use leakcheck::{Class, Ledger, Verdict};
 
 /// The fault plan every variant and the reference store run under: it reaches the failing
 /// close-time marker write, a failed data write, a malformed offset entry and a failure during
@@ -174,7 +174,7 @@ pub const CATALOG: [Mutant; 17] = [
         expected: &[Class::Bytes],
         invisible_to: &[Class::Handles],
         plan: DEFAULT_CHECK_PLAN,
-        min_cycles: super::clean::CHECK_CYCLES,
+        min_cycles: crate::clean::CHECK_CYCLES,
     },
     Mutant {
         name: "cache-charged-db-never-closed",
@@ -196,8 +196,8 @@ pub const CATALOG: [Mutant; 17] = [
     },
 ];
 
-/// `leakcheck check`'s default fault plan ([`super::reference::DEFAULT_PLAN`]).
-pub const DEFAULT_CHECK_PLAN: &str = super::reference::DEFAULT_PLAN;
+/// `leakcheck check`'s default fault plan ([`crate::reference::DEFAULT_PLAN`]).
+pub const DEFAULT_CHECK_PLAN: &str = crate::reference::DEFAULT_PLAN;
 
 /// The catalog entry by name.
 pub fn mutant(name: &str) -> Option<&'static Mutant> {
@@ -301,6 +301,6 @@ pub fn run_mutant(m: &Mutant, dir: &Path, cycles: u64) -> Result<MutantOutcome, 
         owners: owners.into_iter().collect(),
         integrity_problems,
         expected: m.expected.to_vec(),
-        planted_at: super::planted::site_of(m.name),
+        planted_at: crate::planted::site_of(m.name),
     })
 }

@@ -1,11 +1,11 @@
 //! `mutants`, `mutant`, `clean-store`: both catalogs, one child process of this binary per run
-//! (`leakcheck::harness::catalogs`).
+//! (`leak_tests::catalogs`).
 
 use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
-use leakcheck::harness::catalogs::{run_catalogs, run_clean_store, run_variant, CatalogRun};
+use leak_tests::catalogs::{run_catalogs, run_clean_store, run_variant, CatalogRun};
 
 /// `mutant NAME`: one variant in this process, its outcome as one JSON line.
 pub fn one(name: &str, cycles: u64) -> Result<ExitCode> {

@@ -5,33 +5,31 @@
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
-use super::{CycleCtx, Integrity, Lifecycle};
-use crate::probe::RocksDbMemory;
+use leakcheck::harness::{CycleCtx, Integrity, Lifecycle};
+use leakcheck::probe::RocksDbMemory;
 
 /// Where each planted leak that ran in this process is in the source (`file:line`).
 static SITES: Mutex<BTreeMap<&'static str, String>> = Mutex::new(BTreeMap::new());
 
 /// Records that the planted leak `name` ran at `file:line` ([`planted!`]).
 pub fn record_site(name: &'static str, file: &'static str, line: u32) {
-    crate::ledger::lock(&SITES).entry(name).or_insert_with(|| format!("{file}:{line}"));
+    crate::lock(&SITES).entry(name).or_insert_with(|| format!("{file}:{line}"));
 }
 
 /// Where the planted leak `name` ran in this process (`src/harness/reference.rs:410`), if it did.
 pub fn site_of(name: &str) -> Option<String> {
-    crate::ledger::lock(&SITES).get(name).cloned()
+    crate::lock(&SITES).get(name).cloned()
 }
 
 /// `planted!("name", expr)`: evaluates `expr`, a planted leak, and records its line, so the
 /// detection matrix can compare the ledger's creation sites with it without reading source text.
 /// Keep `expr` on the macro's first line (the line recorded).
-#[cfg(feature = "rocksdb")]
 macro_rules! planted {
     ($name:literal, $planted:expr) => {{
-        $crate::harness::planted::record_site($name, file!(), line!());
+        $crate::planted::record_site($name, file!(), line!());
         $planted
     }};
 }
-#[cfg(feature = "rocksdb")]
 pub(crate) use planted;
 
 /// Wraps a lifecycle and leaks `bytes_per_cycle` bytes of native memory in every open (and,
@@ -40,8 +38,6 @@ pub struct PlantedMalloc<L> {
     inner: L,
     bytes_per_cycle: usize,
     kept: Vec<usize>,
-    // Set only with feature `rocksdb` (a tracked Options needs RocksDB).
-    #[cfg_attr(not(feature = "rocksdb"), allow(dead_code))]
     forget_options: bool,
 }
 
@@ -53,7 +49,6 @@ impl<L> PlantedMalloc<L> {
     }
 
     /// Also forgets one tracked `Options` per cycle (a leaked handle the ledger sees at once).
-    #[cfg(feature = "rocksdb")]
     pub fn forgetting_options(mut self) -> Self {
         self.forget_options = true;
         self
@@ -92,9 +87,8 @@ impl<L: Lifecycle> Lifecycle for PlantedMalloc<L> {
                 self.kept.push(std::hint::black_box(p) as usize);
             }
         }
-        #[cfg(feature = "rocksdb")]
         if self.forget_options {
-            std::mem::forget(crate::tracked::TrackedOptions::new(ctx.ledger));
+            std::mem::forget(leakcheck::tracked::TrackedOptions::new(ctx.ledger));
         }
         self.inner.open(ctx)
     }

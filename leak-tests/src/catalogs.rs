@@ -1,6 +1,6 @@
 //! Both catalogs run as the detector's own test (`leakcheck mutants`): every planted leak of
-//! [`super::mutants::CATALOG`] must be caught (sensitivity) and every store of
-//! [`super::clean::CLEAN_CATALOG`] must come out clean (specificity). Process-wide signals need
+//! [`crate::mutants::CATALOG`] must be caught (sensitivity) and every store of
+//! [`crate::clean::CLEAN_CATALOG`] must come out clean (specificity). Process-wide signals need
 //! one run per process: each run is a child process of the given executable, which runs it with
 //! [`run_variant`] or [`run_clean_store`] and prints the outcome as one JSON line.
 
@@ -10,11 +10,11 @@ use std::process::Command;
 use std::sync::Mutex;
 use std::time::Instant;
 
-use super::clean::{clean_store, run_clean_report, CleanOutcome, CHECK_CYCLES, CHECK_MAX_CYCLES, CLEAN_CATALOG};
-use super::mutants::{mutant, run_mutant, Mutant, MutantOutcome, CATALOG};
-use super::HarnessError;
-use crate::report::{self, ReportError, RunReport, RunSettings};
-use crate::Verdict;
+use crate::clean::{clean_store, run_clean_report, CleanOutcome, CHECK_CYCLES, CHECK_MAX_CYCLES, CLEAN_CATALOG};
+use crate::mutants::{mutant, run_mutant, Mutant, MutantOutcome, CATALOG};
+use leakcheck::harness::HarnessError;
+use leakcheck::report::{self, ReportError, RunReport, RunSettings};
+use leakcheck::Verdict;
 
 /// A catalog run could not be made or read.
 #[derive(Debug, thiserror::Error)]
@@ -237,7 +237,7 @@ impl CatalogRun {
 }
 
 /// `handles,fds`.
-fn names(classes: &[crate::Class]) -> String {
+fn names(classes: &[leakcheck::Class]) -> String {
     classes.iter().map(|c| c.name()).collect::<Vec<_>>().join(",")
 }
 

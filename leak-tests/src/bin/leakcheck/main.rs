@@ -9,8 +9,8 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::{Args, Parser, Subcommand};
-use leakcheck::harness::catalogs;
-use leakcheck::harness::reference::{ReferenceConfig, ReferenceStore};
+use leak_tests::catalogs;
+use leak_tests::reference::{ReferenceConfig, ReferenceStore};
 use leakcheck::probe::{self, Probe};
 use leakcheck::runner::cli::{self, StoreCommand};
 use leakcheck::runner::StoreEnv;
@@ -188,7 +188,7 @@ fn dispatch(command: Command) -> Result<ExitCode> {
 }
 
 fn sensitivity(runs: u32, cycles: u64, sizes: &[usize], json: bool) -> Result<ExitCode> {
-    use leakcheck::harness::sensitivity::{detect, false_positives, Scenario};
+    use leak_tests::sensitivity::{detect, false_positives, Scenario};
     let dir = tempfile::Builder::new().prefix("leakcheck-sensitivity").tempdir()?;
     let mut detections = Vec::new();
     let mut fps = Vec::new();
@@ -227,7 +227,7 @@ fn sensitivity(runs: u32, cycles: u64, sizes: &[usize], json: bool) -> Result<Ex
 }
 
 fn time_to_verdict(leak: &str, max_cycles: u64) -> Result<ExitCode> {
-    use leakcheck::harness::sensitivity::{detect, detect_forgotten_handle, Scenario};
+    use leak_tests::sensitivity::{detect, detect_forgotten_handle, Scenario};
     let dir = tempfile::Builder::new().prefix("leakcheck-ttv").tempdir()?;
     let d = match leak {
         "malloc-1k" => detect(Scenario::FreshDb, dir.path(), 1024, max_cycles)?,

@@ -6,8 +6,8 @@ use std::path::PathBuf;
 
 use rocksdb::SingleThreaded;
 
-use super::{CycleCtx, Lifecycle};
-use crate::tracked::{TrackedCfDescriptor, TrackedDb, TrackedOptions, TrackedWriteOptions};
+use leakcheck::harness::{CycleCtx, Lifecycle};
+use leakcheck::tracked::{TrackedCfDescriptor, TrackedDb, TrackedOptions, TrackedWriteOptions};
 
 /// One fresh-directory cycle outside any harness: open a 2-column-family DB at `path` through the
 /// tracked wrappers, write `writes` keys into each column family, close it (the close error is
@@ -15,7 +15,7 @@ use crate::tracked::{TrackedCfDescriptor, TrackedDb, TrackedOptions, TrackedWrit
 ///
 /// # Errors
 /// RocksDB's error from open, a write or close.
-pub fn cycle_once(ledger: &crate::Ledger, path: &std::path::Path, writes: u32) -> Result<(), rocksdb::Error> {
+pub fn cycle_once(ledger: &leakcheck::Ledger, path: &std::path::Path, writes: u32) -> Result<(), rocksdb::Error> {
     let mut opts = TrackedOptions::new(ledger);
     opts.create_if_missing(true);
     opts.create_missing_column_families(true);
