@@ -41,7 +41,7 @@ pub const FAULTS_ENV: &str = "LEAKCHECK_FAULTS";
 
 /// When a point fails.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Trigger {
+pub(crate) enum Trigger {
     /// Never.
     Off,
     /// Every call.
@@ -66,11 +66,11 @@ pub enum FaultAction {
 
 /// One point's rule.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct FaultSpec {
+pub(crate) struct FaultSpec {
     /// When.
-    pub trigger: Trigger,
+    pub(crate) trigger: Trigger,
     /// How.
-    pub action: FaultAction,
+    pub(crate) action: FaultAction,
 }
 
 /// A plan could not be read.
@@ -155,7 +155,7 @@ impl FaultPlan {
     }
 
     /// Adds (or replaces) one point's rule.
-    pub fn with(mut self, point: &str, trigger: Trigger, action: FaultAction) -> Self {
+    pub(crate) fn with(mut self, point: &str, trigger: Trigger, action: FaultAction) -> Self {
         self.specs.insert(point.to_string(), FaultSpec { trigger, action });
         self
     }
@@ -171,11 +171,6 @@ impl FaultPlan {
             }
         }
         Ok(())
-    }
-
-    /// The points with a rule.
-    pub fn points(&self) -> impl Iterator<Item = (&str, &FaultSpec)> {
-        self.specs.iter().map(|(k, v)| (k.as_str(), v))
     }
 
     /// Whether the plan has no active rule.

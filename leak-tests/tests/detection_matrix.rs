@@ -19,7 +19,7 @@ use leakcheck::{Class, Signal, Verdict};
 const CLEAN_SEEDS: [u64; 2] = [0, 1];
 
 const CYCLES: &str = "100";
-const STORE_PATH: &str = "src/harness/reference.rs";
+const STORE_PATH: &str = "leak-tests/src/reference.rs";
 
 /// Whether a ledger site (`file:line:column`) is the line a planted leak recorded (`file:line`,
 /// `planted!` in the store's code), so no source text is read.

@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::fault::{matrix_plans, FaultPlan, FaultPlanError, Faults};
 use crate::probe::jemalloc::ThreadCounters;
-use crate::probe::{ProbeError, RocksDbMemory, SampleSettle};
+use crate::probe::{ProbeError, RocksDbMemory};
 use crate::verdict::{analyze, judge_at, AnalysisConfig, CycleSample, Rule, RunVerdict, Verdict};
 use crate::{LeakReport, Ledger, Probe, Sample, Settle, Signal};
 
@@ -293,14 +293,14 @@ pub struct HarnessConfig {
     pub sample_every: u64,
     /// Run the store's integrity check every this many cycles (0: never).
     pub check_every: u64,
-    /// Settling before each memory sample.
-    pub settle: SampleSettle,
+    /// Settling before each memory sample (default [`Settle::SAMPLES`]).
+    pub settle: Settle,
     /// Settling before the per-cycle handle check: how long to wait for handles still retained
     /// (a close finishing on another thread) before calling them leaked. A cycle that retains
     /// nothing does not wait. Once a cycle's handles outlast the whole wait, the leak is
     /// established and later cycles wait only [`SHORT_SETTLE`], so a store that leaks every cycle
     /// is not slowed by it; the same holds for files and maps under the data directory
-    /// ([`SampleSettle::pending_timeout`]).
+    /// ([`Settle::pending_timeout`]).
     pub handle_settle: Settle,
     /// How the samples are judged.
     pub analysis: AnalysisConfig,
@@ -336,7 +336,7 @@ impl Default for HarnessConfig {
             cycles: 100,
             sample_every: 1,
             check_every: 1,
-            settle: SampleSettle::default(),
+            settle: Settle::SAMPLES,
             // Handles are released by the threads that own them, sometimes well after close
             // returned (a store that finishes closing on another thread); clean cycles pay
             // nothing for the wait.
@@ -533,6 +533,7 @@ pub const SHORT_SETTLE: Settle = Settle {
     timeout: std::time::Duration::from_millis(25),
     initial_backoff: std::time::Duration::from_millis(1),
     max_backoff: std::time::Duration::from_millis(50),
+    ..Settle::SAMPLES
 };
 
 /// Whether the long waits for deferred releases are still worth it: they stop once one of them
@@ -552,7 +553,7 @@ impl Patience {
         }
     }
 
-    fn sample_settle(&self, cfg: &HarnessConfig) -> SampleSettle {
+    fn sample_settle(&self, cfg: &HarnessConfig) -> Settle {
         let mut s = cfg.settle;
         if !self.patient {
             s.pending_timeout = std::time::Duration::ZERO;
@@ -611,7 +612,7 @@ impl Harness {
         let mut samples = bk.track(|| Vec::with_capacity((cfg.cycles / cfg.sample_every.max(1)).min(10_000) as usize));
         let mut cycles_run = 0;
         let mut patience = Patience { patient: true };
-        let mut baseline = with_rocksdb(store, probe.settled_sample(cfg.settle).sample);
+        let mut baseline = with_rocksdb(store, probe.settle(cfg.settle, None).sample);
         baseline.bookkeeping_bytes = bk.bytes();
         let target = baseline.clone();
         for cycle in 0..cfg.cycles {
@@ -636,7 +637,7 @@ impl Harness {
                 break;
             }
         }
-        let mut last = with_rocksdb(store, probe.settled_sample(cfg.settle).sample);
+        let mut last = with_rocksdb(store, probe.settle(cfg.settle, None).sample);
         last.bookkeeping_bytes = bk.bytes();
         let mut analysis = cfg.analysis;
         analysis.instances_per_cycle = store.instances_per_cycle();
@@ -689,7 +690,7 @@ impl Harness {
             record
         };
         let level = |store: &L, bk: &Bookkeeping| -> Option<f64> {
-            let mut s = probe.settled_sample(cfg.settle).sample;
+            let mut s = probe.settle(cfg.settle, None).sample;
             s.rocksdb = store.rocksdb_memory();
             s.bookkeeping_bytes = bk.bytes();
             s.unexplained_bytes().filter(|_| bytes_visible).map(|v| v as f64)

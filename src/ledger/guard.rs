@@ -5,17 +5,36 @@ use std::time::{Duration, Instant};
 
 use super::{Ledger, LeakReport};
 
-/// How long to wait for handles to be released before calling them leaked. Background work (a
-/// RocksDB compaction thread finishing, another thread dropping its iterator) takes time; like
-/// goleak, retry with backoff before accusing.
+/// How long to wait before calling something leaked, for handles and for memory samples alike.
+/// Background work (a RocksDB compaction thread finishing, another thread dropping its iterator, a
+/// closed DB's files being released) takes time: like goleak, retry with backoff before accusing.
+///
+/// Handles are settled when the check passes; memory samples when two consecutive ones agree
+/// (allocated bytes within [`agree_within_bytes`](Settle::agree_within_bytes), the same fds,
+/// maps and threads). The default is the handle check's; [`Settle::SAMPLES`] is the harness's
+/// default for memory samples.
+///
+/// ```
+/// use std::time::Duration;
+/// let patient = leakcheck::Settle { timeout: Duration::from_secs(2), ..leakcheck::Settle::default() };
+/// assert!(patient.timeout > leakcheck::Settle::SAMPLES.timeout);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Settle {
-    /// Give up after this long.
+    /// Give up after this long (a sample is then marked unsettled; handles are called retained).
     pub timeout: Duration,
     /// First wait between checks; doubles up to `max_backoff`.
     pub initial_backoff: Duration,
     /// Longest wait between checks.
     pub max_backoff: Duration,
+    /// Samples only: allocated bytes of two consecutive samples may differ by at most this much.
+    pub agree_within_bytes: u64,
+    /// Samples only, with a target sample taken before anything was opened: keep sampling, up to
+    /// this long in all, while more files or maps are open under the watched directory than in
+    /// the target. Two agreeing samples 0.2 ms apart say nothing about a close still running on
+    /// another thread; a count above the target does. A store whose files are all closed pays
+    /// nothing for it.
+    pub pending_timeout: Duration,
 }
 
 impl Default for Settle {
@@ -24,14 +43,31 @@ impl Default for Settle {
             timeout: Duration::from_millis(500),
             initial_backoff: Duration::from_millis(1),
             max_backoff: Duration::from_millis(50),
+            ..Settle::SAMPLES
         }
     }
 }
 
 impl Settle {
     /// Check once, no waiting.
-    pub const NONE: Settle =
-        Settle { timeout: Duration::ZERO, initial_backoff: Duration::ZERO, max_backoff: Duration::ZERO };
+    pub const NONE: Settle = Settle {
+        timeout: Duration::ZERO,
+        initial_backoff: Duration::ZERO,
+        max_backoff: Duration::ZERO,
+        agree_within_bytes: 0,
+        pending_timeout: Duration::ZERO,
+    };
+
+    /// The harness's settling before each memory sample: quick successive samples (from 0.2 ms,
+    /// doubling up to 20 ms), agreeing within 4 KiB, for up to half a second (two seconds while
+    /// files under the data directory are still open).
+    pub const SAMPLES: Settle = Settle {
+        timeout: Duration::from_millis(500),
+        initial_backoff: Duration::from_micros(200),
+        max_backoff: Duration::from_millis(20),
+        agree_within_bytes: 4096,
+        pending_timeout: Duration::from_secs(2),
+    };
 
     /// Calls `check` until it returns `Ok` or the timeout passes; returns the last result.
     pub fn retry<T, E>(&self, mut check: impl FnMut() -> Result<T, E>) -> Result<T, E> {

@@ -102,7 +102,7 @@ fn void_ctl(name: &CStr) -> Result<(), i32> {
 /// jemalloc's counters of bytes the calling thread has allocated and deallocated so far. Reading
 /// them is two loads. Used to measure what a block of code on this thread allocates, or retains
 /// (allocated minus deallocated), without any other thread's activity.
-pub struct ThreadCounters {
+pub(crate) struct ThreadCounters {
     allocated: tikv_jemalloc_ctl::thread::ThreadLocal<u64>,
     deallocated: tikv_jemalloc_ctl::thread::ThreadLocal<u64>,
 }

@@ -14,6 +14,7 @@ pub mod rocksdb;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
+use crate::Settle;
 
 use serde::{Deserialize, Serialize};
 
@@ -201,44 +202,13 @@ impl RocksDbMemory {
     }
 }
 
-/// When two consecutive samples count as settled. Background work (RocksDB's flush and compaction
-/// threads finishing, a closed DB's files being released) takes time: sample until two in a row
-/// agree, like goleak retries before it accuses.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct SampleSettle {
-    /// Allocated bytes of two consecutive samples may differ by at most this much.
-    pub allocated_bound_bytes: u64,
-    /// Give up (and return the last sample, marked unsettled) after this long.
-    pub timeout: Duration,
-    /// First pause between samples; doubles up to 20 ms.
-    pub initial_backoff: Duration,
-    /// With a target ([`Probe::settled_sample_towards`]): keep sampling, up to this long in all,
-    /// while more files or maps are open under the watched directory than in the target. Two
-    /// agreeing samples 0.2 ms apart say nothing about a close still running on another thread;
-    /// a count above the target does. A store whose files are all closed pays nothing for it.
-    pub pending_timeout: Duration,
-}
-
-impl Default for SampleSettle {
-    fn default() -> Self {
-        SampleSettle {
-            allocated_bound_bytes: 4096,
-            timeout: Duration::from_millis(500),
-            initial_backoff: Duration::from_micros(200),
-            pending_timeout: Duration::from_secs(2),
-        }
-    }
-}
-
 /// A sample taken after settling.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Settled {
+pub(crate) struct Settled {
     /// The last sample taken.
-    pub sample: Sample,
+    pub(crate) sample: Sample,
     /// Whether it agreed with the one before it (false: the timeout passed first).
-    pub settled: bool,
-    /// Samples taken.
-    pub attempts: u32,
+    pub(crate) settled: bool,
 }
 
 fn agree(a: &Sample, b: &Sample, bound: u64) -> bool {
@@ -301,40 +271,45 @@ impl Probe {
     }
 
     /// Samples (purging first, whatever [`Probe::purge`] says) until two consecutive samples
-    /// agree: allocated bytes within the bound, and the same fds and maps under the watched
-    /// directory and the same thread count.
-    pub fn settled_sample(&self, policy: SampleSettle) -> Settled {
-        self.settle(policy, None)
+    /// agree: allocated bytes within [`Settle::agree_within_bytes`], and the same fds and maps
+    /// under the watched directory and the same thread count. Returns the last sample and whether
+    /// it settled (false: the timeout passed first).
+    ///
+    /// ```
+    /// let (sample, settled) = leakcheck::Probe::new().settled_sample(leakcheck::Settle::SAMPLES);
+    /// assert!(sample.allocated_bytes().is_some() || !settled);
+    /// ```
+    pub fn settled_sample(&self, policy: Settle) -> (Sample, bool) {
+        let s = self.settle(policy, None);
+        (s.sample, s.settled)
     }
 
     /// [`Probe::settled_sample`], and besides: while more files or maps are open under the
     /// watched directory than in `target` (a sample from before anything was opened), keep
-    /// sampling up to [`SampleSettle::pending_timeout`].
-    pub fn settled_sample_towards(&self, policy: SampleSettle, target: &Sample) -> Settled {
+    /// sampling up to [`Settle::pending_timeout`].
+    pub(crate) fn settled_sample_towards(&self, policy: Settle, target: &Sample) -> Settled {
         self.settle(policy, Some(target))
     }
 
-    fn settle(&self, policy: SampleSettle, target: Option<&Sample>) -> Settled {
+    pub(crate) fn settle(&self, policy: Settle, target: Option<&Sample>) -> Settled {
         let purging = Probe { dir: self.dir.clone(), purge: true };
         let start = Instant::now();
         let pending = |s: &Sample| target.is_some_and(|t| s.holds_more_files_than(t));
         let mut backoff = policy.initial_backoff;
         let mut prev = purging.sample();
-        let mut attempts = 1;
         loop {
             std::thread::sleep(backoff);
             let next = purging.sample();
-            attempts += 1;
             let elapsed = start.elapsed();
-            let agreed = agree(&prev, &next, policy.allocated_bound_bytes);
+            let agreed = agree(&prev, &next, policy.agree_within_bytes);
             if agreed && !(pending(&next) && elapsed < policy.pending_timeout) {
-                return Settled { sample: next, settled: true, attempts };
+                return Settled { sample: next, settled: true };
             }
             if elapsed >= policy.timeout.max(if pending(&next) { policy.pending_timeout } else { Duration::ZERO }) {
-                return Settled { sample: next, settled: false, attempts };
+                return Settled { sample: next, settled: false };
             }
             prev = next;
-            backoff = (backoff * 2).min(Duration::from_millis(20));
+            backoff = (backoff * 2).min(policy.max_backoff);
         }
     }
 }

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-pub use plot::{plot_svgs, Plot};
+pub(crate) use plot::plot_svgs;
 
 use crate::harness::{CycleRecord, HarnessReport, Phase};
 use crate::verdict::{BaselineReturn, CycleSample, LeakRate, RunVerdict, SignalVerdict};

@@ -31,7 +31,7 @@ use std::time::Duration;
 
 use clap::{Args, FromArgMatches, Subcommand};
 
-use super::{compare, run, Mode, RunError, RunOptions, StoreEnv, StoreSetupError};
+use super::{compare, run, Mode, RunError, RunOptions, StoreEnv};
 use crate::harness::Lifecycle;
 use crate::report::CompareLimits;
 use crate::Depth;
@@ -169,7 +169,7 @@ pub fn main<S, L, E, F>(make: F) -> ExitCode
 where
     S: Args,
     L: Lifecycle,
-    E: Into<StoreSetupError>,
+    E: Into<Box<dyn std::error::Error + Send + Sync>>,
     F: FnOnce(&S, &StoreEnv<'_>) -> Result<L, E>,
 {
     let name = tool_name();
@@ -192,7 +192,7 @@ pub fn execute<S, L, E, F>(command: StoreCommand<S>, make: F) -> Result<u8, RunE
 where
     S: Args,
     L: Lifecycle,
-    E: Into<StoreSetupError>,
+    E: Into<Box<dyn std::error::Error + Send + Sync>>,
     F: FnOnce(&S, &StoreEnv<'_>) -> Result<L, E>,
 {
     let (mode, args, store) = match command {

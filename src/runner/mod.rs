@@ -8,7 +8,7 @@
 //!   table, its exit code.
 //! - [`check`] is the same judgement on a store the caller already made, for one call in
 //!   `cargo test`.
-//! - [`cli`] (feature `cli`) is the command line around [`run`]: a user's soak binary gets
+//! - `cli` (feature `cli`) is the command line around [`run`]: a user's soak binary gets
 //!   leakcheck's subcommands, flags, exit codes and output in one call, with its own flags
 //!   flattened in.
 //!
@@ -140,9 +140,6 @@ pub struct StoreEnv<'a> {
     pub dir: &'a Path,
 }
 
-/// A store's constructor failed.
-pub type StoreSetupError = Box<dyn std::error::Error + Send + Sync>;
-
 /// A run could not start or finish. Every variant names the option or file at fault.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -173,7 +170,7 @@ pub enum RunError {
     },
     /// The store's constructor failed (its causes follow as the error's source chain).
     #[error("cannot set up the store: {0}")]
-    Store(#[source] StoreSetupError),
+    Store(#[source] Box<dyn std::error::Error + Send + Sync>),
     /// The harness could not start (the data directory cannot be watched).
     #[error(transparent)]
     Harness(#[from] HarnessError),
@@ -344,7 +341,7 @@ fn plan_for<L: Lifecycle>(opts: &RunOptions, store: &L) -> Result<FaultPlan, Run
 pub fn run<L, E, F>(opts: &RunOptions, make: F) -> Result<RunOutcome, RunError>
 where
     L: Lifecycle,
-    E: Into<StoreSetupError>,
+    E: Into<Box<dyn std::error::Error + Send + Sync>>,
     F: FnOnce(&StoreEnv<'_>) -> Result<L, E>,
 {
     let plan = validate(opts)?;

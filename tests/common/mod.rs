@@ -4,9 +4,8 @@
 
 use std::collections::BTreeMap;
 
-use leakcheck::probe::SampleSettle;
 use leakcheck::verdict::{analyze, AnalysisConfig, CycleSample, RunVerdict};
-use leakcheck::{Ledger, Probe, Signal};
+use leakcheck::{Ledger, Probe, Settle, Signal};
 
 /// One cycle: a 2-column-family DB in a fresh directory, 100 writes per column family, close,
 /// destroy the directory.
@@ -22,7 +21,7 @@ pub fn run(cycles: u64, leak_bytes: usize, cfg: &AnalysisConfig) -> RunVerdict {
     let ledger = Ledger::new();
     let mut kept: Vec<*mut libc::c_void> = Vec::with_capacity(cycles as usize);
     let mut samples = Vec::with_capacity(cycles as usize);
-    let baseline = probe.settled_sample(SampleSettle::default()).sample;
+    let (baseline, _) = probe.settled_sample(Settle::SAMPLES);
     for c in 0..cycles {
         cycle(&ledger, &base.path().join(format!("cycle-{c}")));
         if leak_bytes > 0 {
@@ -32,15 +31,15 @@ pub fn run(cycles: u64, leak_bytes: usize, cfg: &AnalysisConfig) -> RunVerdict {
             unsafe { p.cast::<u8>().write_bytes(0xa5, leak_bytes) };
             kept.push(std::hint::black_box(p));
         }
-        let settled = probe.settled_sample(SampleSettle::default());
+        let (sample, settled) = probe.settled_sample(Settle::SAMPLES);
         let retained: BTreeMap<String, u64> =
             ledger.report().retained.iter().fold(BTreeMap::new(), |mut m, g| {
                 *m.entry(g.kind.clone()).or_default() += g.count;
                 m
             });
-        samples.push(CycleSample::new(c, settled.sample, retained, settled.settled));
+        samples.push(CycleSample::new(c, sample, retained, settled));
     }
-    let last = probe.settled_sample(SampleSettle::default()).sample;
+    let (last, _) = probe.settled_sample(Settle::SAMPLES);
     let verdict = analyze(&samples, Some(&baseline), Some(&last), cfg);
     for p in kept {
         unsafe { libc::free(p) };
