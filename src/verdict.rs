@@ -565,7 +565,7 @@ pub struct Tolerances {
     pub rss_bytes_per_cycle: f64,
     /// Open fds, maps and threads (all of the process).
     pub os_per_cycle: f64,
-    /// Unexplained bytes left behind per firing of one fault point ([`attribute_faults`]).
+    /// Unexplained bytes left behind per firing of one fault point (`bytes_per_firing.*` signals).
     #[serde(default = "default_per_firing")]
     pub bytes_per_firing: f64,
     /// What RocksDB accounts for (memtables, table readers, caches net of reservations and of
@@ -602,8 +602,8 @@ impl Default for Tolerances {
 /// # Error rates
 /// A run calls a clean store a leak with probability at most `false_positive_rate`, across its
 /// judged statistical signals and every look at the verdict. The family is a union bound:
-/// [`JUDGED_STATISTICAL_SIGNALS`] signals share each look's part alike, and look `j` (the first
-/// at the cycles asked for, then one every [`LOOK_EVERY`] cycles while the verdict is
+/// the seven judged statistical signals share each look's part alike, and look `j` (the first
+/// at the cycles asked for, then one every 10 cycles while the verdict is
 /// inconclusive) gets `6 / (pi^2 j^2)` of the rate, so the parts over all looks sum to the rate
 /// whatever the correlation between looks. A run judged once is look 1 (61% of the rate).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -651,21 +651,21 @@ fn default_false_positive_rate() -> f64 {
 /// The most statistical signals one analysis judges (bytes net of what is explained, RocksDB's
 /// part, RSS outside jemalloc, open fds, maps of files, threads, and the bytes-per-firing family
 /// as one): each gets an equal share of a look's error rate.
-pub const JUDGED_STATISTICAL_SIGNALS: u32 = 7;
+pub(crate) const JUDGED_STATISTICAL_SIGNALS: u32 = 7;
 
 /// Cycles between two looks at the verdict of a run that goes on while inconclusive.
-pub const LOOK_EVERY: u64 = 10;
+pub(crate) const LOOK_EVERY: u64 = 10;
 
 impl AnalysisConfig {
     /// Judged once at the end of a run (look 1), or, from `cycles`, again every
-    /// [`LOOK_EVERY`] cycles while inconclusive.
+    /// 10 cycles while inconclusive.
     pub fn looking_from(mut self, cycles: u64) -> Self {
         self.first_look_cycles = Some(cycles);
         self
     }
 
     /// Which look an analysis of the cycles up to `last_cycle` (0-based) is: 1 up to the first
-    /// look, then one more per [`LOOK_EVERY`] cycles begun.
+    /// look, then one more per 10 cycles begun.
     pub fn look_at(&self, last_cycle: u64) -> u64 {
         match self.first_look_cycles {
             Some(first) if last_cycle + 1 > first => 1 + (last_cycle + 1 - first).div_ceil(LOOK_EVERY),
@@ -798,7 +798,7 @@ impl RunVerdict {
 /// signals, page-granular memory and the whole process's fds, maps and threads, can call a leak,
 /// but their noise alone does not hold a run at "inconclusive" once the exact byte count and the
 /// exact per-directory and per-handle signals have decided).
-pub fn aggregate(signals: &[SignalVerdict]) -> Verdict {
+pub(crate) fn aggregate(signals: &[SignalVerdict]) -> Verdict {
     signals
         .iter()
         .filter(|s| !s.informational)
@@ -810,13 +810,13 @@ fn delta(a: Option<u64>, b: Option<u64>) -> Option<i64> {
     Some(b? as i64 - a? as i64)
 }
 
-/// Judged cycles in which a point must have fired before [`attribute_faults`] judges it. Fewer
+/// Judged cycles in which a point must have fired before it is judged per firing. Fewer
 /// firings are too few against background work that spans cycles: a long-lived DB's compactions
 /// made a point that fired 6 times in 200 cycles look like 3.7 KB per firing in 2 of 20 runs.
-pub const MIN_FIRING_CYCLES: usize = 10;
+pub(crate) const MIN_FIRING_CYCLES: usize = 10;
 
-/// Cycles after a faulted cycle that [`attribute_faults`] waits before it reads the level again.
-pub const ATTRIBUTION_LAG: u64 = 1;
+/// Cycles after a faulted cycle that the per-firing judgement waits before it reads the level again.
+pub(crate) const ATTRIBUTION_LAG: u64 = 1;
 
 /// Bytes left behind per firing of each fault point: a leak on an error path is diluted by the
 /// firing rate in a per-cycle slope (1 KiB per firing at 3% is 30 B per cycle, under any sane
@@ -836,7 +836,7 @@ pub const ATTRIBUTION_LAG: u64 = 1;
 /// A point that fired in fewer than [`MIN_FIRING_CYCLES`] of those cycles, or was quiet in fewer
 /// than twice as many, gets no verdict. The result's `slope_per_cycle`, `lower` and `upper` are bytes per firing; a point
 /// can call a leak, and its "inconclusive" does not hold a run (it corroborates).
-pub fn attribute_faults(
+pub(crate) fn attribute_faults(
     levels: &BTreeMap<u64, f64>,
     fired: &BTreeMap<u64, &BTreeMap<String, u64>>,
     tolerance_per_firing: f64,

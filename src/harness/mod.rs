@@ -298,7 +298,7 @@ pub struct HarnessConfig {
     /// Settling before the per-cycle handle check: how long to wait for handles still retained
     /// (a close finishing on another thread) before calling them leaked. A cycle that retains
     /// nothing does not wait. Once a cycle's handles outlast the whole wait, the leak is
-    /// established and later cycles wait only [`SHORT_SETTLE`], so a store that leaks every cycle
+    /// established and later cycles wait only 25 ms, so a store that leaks every cycle
     /// is not slowed by it; the same holds for files and maps under the data directory
     /// ([`Settle::pending_timeout`]).
     pub handle_settle: Settle,
@@ -529,7 +529,7 @@ impl Continuation {
 
 /// How long the handle check waits once a leak is established (see
 /// [`HarnessConfig::handle_settle`]): covers a worker thread still unwinding.
-pub const SHORT_SETTLE: Settle = Settle {
+pub(crate) const SHORT_SETTLE: Settle = Settle {
     timeout: std::time::Duration::from_millis(25),
     initial_backoff: std::time::Duration::from_millis(1),
     max_backoff: std::time::Duration::from_millis(50),

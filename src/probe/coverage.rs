@@ -9,24 +9,15 @@ use serde::{Deserialize, Serialize};
 
 use super::{jemalloc, ProbeError};
 
-/// What the malloc check measured.
+/// What a coverage check measured: bytes it put into native memory (C `malloc`, or key and
+/// value bytes written into a RocksDB memtable) and how far jemalloc's `stats.allocated` moved
+/// meanwhile.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
-pub struct MallocCoverage {
-    /// Bytes requested through C `malloc` while measuring.
-    pub requested_bytes: u64,
+pub struct Coverage {
+    /// Bytes the check allocated natively (malloc'ed, or written into the memtable).
+    pub native_bytes: u64,
     /// Growth of jemalloc's `stats.allocated` over the same span.
-    pub allocated_delta_bytes: i64,
-}
-
-/// What the RocksDB check measured.
-#[cfg(feature = "rocksdb")]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[non_exhaustive]
-pub struct RocksDbCoverage {
-    /// Key and value bytes written into the memtable.
-    pub written_bytes: u64,
-    /// Growth of jemalloc's `stats.allocated` while the memtable held them.
     pub allocated_delta_bytes: i64,
 }
 
@@ -80,7 +71,7 @@ pub enum CoverageError {
 ///
 /// # Errors
 /// [`CoverageError::MallocNotRouted`] with a diagnosis when `malloc` is not jemalloc's.
-pub fn check_malloc_coverage() -> Result<MallocCoverage, CoverageError> {
+pub fn check_malloc_coverage() -> Result<Coverage, CoverageError> {
     const BLOCK: usize = 1024;
     const BLOCKS: usize = 4096;
     let requested_bytes = (BLOCK * BLOCKS) as u64;
@@ -88,7 +79,7 @@ pub fn check_malloc_coverage() -> Result<MallocCoverage, CoverageError> {
     let before = jemalloc::allocated_bytes()?;
     let after = crate::sys::with_c_blocks(BLOCK, BLOCKS, jemalloc::allocated_bytes);
     let allocated_delta_bytes = after? as i64 - before as i64;
-    let coverage = MallocCoverage { requested_bytes, allocated_delta_bytes };
+    let coverage = Coverage { native_bytes: requested_bytes, allocated_delta_bytes };
     if allocated_delta_bytes < (requested_bytes as i64) * 9 / 10 {
         return Err(CoverageError::MallocNotRouted {
             requested_bytes,
@@ -107,7 +98,7 @@ pub fn check_malloc_coverage() -> Result<MallocCoverage, CoverageError> {
 /// [`CoverageError::RocksDbNotVisible`] with a diagnosis when RocksDB's heap is not visible.
 #[cfg(feature = "rocksdb")]
 #[allow(clippy::disallowed_types)] // a scratch DB measured by bytes, not by the ledger
-pub fn check_rocksdb_coverage() -> Result<RocksDbCoverage, CoverageError> {
+pub fn check_rocksdb_coverage() -> Result<Coverage, CoverageError> {
     const PUTS: u64 = 100_000;
     const EXPECTED: u64 = 8_000_000;
     let dir = tempfile::Builder::new().prefix("leakcheck-coverage").tempdir()?;
@@ -137,7 +128,7 @@ pub fn check_rocksdb_coverage() -> Result<RocksDbCoverage, CoverageError> {
             diagnosis: diagnose(),
         });
     }
-    Ok(RocksDbCoverage { written_bytes, allocated_delta_bytes })
+    Ok(Coverage { native_bytes: written_bytes, allocated_delta_bytes })
 }
 
 /// The likely reason native allocations bypass jemalloc, with its fix.

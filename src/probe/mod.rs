@@ -18,9 +18,9 @@ use crate::Settle;
 
 use serde::{Deserialize, Serialize};
 
-pub use coverage::{check_malloc_coverage, CoverageError, MallocCoverage};
+pub use coverage::{check_malloc_coverage, Coverage, CoverageError};
 #[cfg(feature = "rocksdb")]
-pub use coverage::{check_rocksdb_coverage, RocksDbCoverage};
+pub use coverage::check_rocksdb_coverage;
 pub use jemalloc::JemallocStats;
 pub use process::ProcessStats;
 #[cfg(feature = "rocksdb")]

@@ -177,10 +177,10 @@ fn dispatch(command: Command) -> Result<ExitCode> {
             let malloc = probe::check_malloc_coverage().context("allocator coverage")?;
             println!(
                 "C malloc:        {} B requested, jemalloc allocated +{} B",
-                malloc.requested_bytes, malloc.allocated_delta_bytes
+                malloc.native_bytes, malloc.allocated_delta_bytes
             );
             let rocks = probe::check_rocksdb_coverage().context("allocator coverage")?;
-            println!("RocksDB memtable: {} B written, jemalloc allocated +{} B", rocks.written_bytes, rocks.allocated_delta_bytes);
+            println!("RocksDB memtable: {} B written, jemalloc allocated +{} B", rocks.native_bytes, rocks.allocated_delta_bytes);
             println!("native allocations are visible to jemalloc");
             Ok(ExitCode::SUCCESS)
         }
