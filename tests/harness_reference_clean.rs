@@ -7,7 +7,6 @@
 
 use leakcheck::fault::FaultPlan;
 use leak_tests::reference::{ReferenceConfig, ReferenceStore};
-use leakcheck::harness::Continuation;
 use leakcheck::{Harness, HarnessConfig, Ledger, Signal, Verdict};
 
 #[test]
@@ -15,15 +14,15 @@ fn the_reference_store_is_clean_under_faults() {
     let dir = tempfile::tempdir().expect("tempdir");
     let ledger = Ledger::new();
     let mut store = ReferenceStore::new(ReferenceConfig::new(dir.path()), &ledger).expect("store");
-    let mut cfg = HarnessConfig {
+    let cfg = HarnessConfig {
         cycles: 800,
+        decide_after: Some(200),
         plan: FaultPlan::parse("close.marker=10%,close.flush=5%,work.write=5%,work.scan=5%,open.db=3%,work.malformed=5%")
             .expect("plan"),
         seed: 7,
         ..HarnessConfig::default()
     };
-    let continuation = Continuation::new(200, &mut cfg);
-    let report = Harness::new(cfg).run_observed(&mut store, &ledger, |p| continuation.observe(p)).expect("run");
+    let report = Harness::new(cfg).run(&mut store, &ledger).expect("run");
     for s in &report.verdict.signals {
         eprintln!("{:<28} {:<12} {:?} [{:?}, {:?}] {}", s.signal, s.verdict.name(), s.slope_per_cycle, s.lower, s.upper, if s.informational { "(informational)" } else { "" });
     }

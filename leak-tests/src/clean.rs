@@ -794,10 +794,7 @@ pub fn clean_store(name: &str) -> Option<&'static CleanStore> {
 }
 
 fn checked<L: Lifecycle>(store: &mut L, ledger: &Ledger, cfg: &HarnessConfig) -> std::result::Result<HarnessReport, HarnessError> {
-    let mut cfg = cfg.clone();
-    let continuation = leakcheck::harness::Continuation::new(CHECK_CYCLES, &mut cfg);
-    let harness = Harness::new(cfg);
-    harness.run_observed(store, ledger, |p| continuation.observe(p))
+    Harness::new(HarnessConfig { decide_after: Some(CHECK_CYCLES), ..cfg.clone() }).run(store, ledger)
 }
 
 /// What one run of a catalog store showed.

@@ -287,8 +287,15 @@ impl CycleRecord {
 /// The harness's settings.
 #[derive(Debug, Clone)]
 pub struct HarnessConfig {
-    /// Cycles to run (a stop request from the observer ends the run earlier).
+    /// Cycles to run (a stop request from the observer, or a decision past
+    /// [`decide_after`](HarnessConfig::decide_after), ends the run earlier).
     pub cycles: u64,
+    /// `leakcheck check`'s rule: run this many cycles, then go on only while the memory verdict
+    /// is inconclusive, looking again every 10 cycles and stopping as soon as it decides;
+    /// `cycles` is then the most the run takes. Each later look gets a smaller part of the
+    /// false-positive rate ([`AnalysisConfig`]), and the final verdict is judged as the look that
+    /// stopped the run. `None` (the default): run `cycles`.
+    pub decide_after: Option<u64>,
     /// Take a settled memory sample every this many cycles (1: every cycle).
     pub sample_every: u64,
     /// Run the store's integrity check every this many cycles (0: never).
@@ -330,10 +337,21 @@ pub fn native_allocations_visible() -> Result<(), String> {
     crate::probe::check_malloc_coverage().map(|_| ()).map_err(|e| e.to_string())
 }
 
+impl HarnessConfig {
+    /// The analysis the run is judged with: looks counted from `decide_after` when it is set.
+    pub(crate) fn judged_analysis(&self) -> AnalysisConfig {
+        match self.decide_after {
+            Some(first) => self.analysis.looking_from(first),
+            None => self.analysis,
+        }
+    }
+}
+
 impl Default for HarnessConfig {
     fn default() -> Self {
         HarnessConfig {
             cycles: 100,
+            decide_after: None,
             sample_every: 1,
             check_every: 1,
             settle: Settle::SAMPLES,
@@ -487,44 +505,14 @@ impl Bookkeeping {
     }
 }
 
-/// `leakcheck check`'s rule for going on past the cycles asked for: while the memory verdict is
-/// inconclusive, look again every [`Continuation::EVERY`] cycles and stop as soon as it decides
-/// (the run's own length, `HarnessConfig::cycles`, is the most it may take). Use it as the
-/// observer of [`Harness::run_observed`], or call [`Continuation::observe`] from one.
-#[derive(Debug, Clone)]
-pub struct Continuation {
-    cycles: u64,
-    analysis: AnalysisConfig,
-}
-
-impl Continuation {
-    /// Cycles between two looks at the verdict past the cycles asked for.
-    pub const EVERY: u64 = crate::verdict::LOOK_EVERY;
-
-    /// Goes on past `cycles` while the verdict is inconclusive. Sets `config`'s analysis to
-    /// count the looks from `cycles` (each later look gets a smaller part of the false-positive
-    /// rate, [`AnalysisConfig`]), so the run's final verdict is judged as the look that stopped it.
-    pub fn new(cycles: u64, config: &mut HarnessConfig) -> Self {
-        config.analysis = config.analysis.looking_from(cycles);
-        Continuation { cycles, analysis: config.analysis }
-    }
-
-    /// Whether the run may stop after the cycle just reported.
-    pub fn decided(&self, p: &Progress<'_>) -> bool {
-        let done = p.record.cycle + 1;
-        done >= self.cycles
-            && (done - self.cycles).is_multiple_of(Self::EVERY)
-            && analyze(p.samples, None, None, &self.analysis).verdict != Verdict::Inconclusive
-    }
-
-    /// The observer: break once [`Continuation::decided`].
-    pub fn observe(&self, p: &Progress<'_>) -> ControlFlow<()> {
-        if self.decided(p) {
-            ControlFlow::Break(())
-        } else {
-            ControlFlow::Continue(())
-        }
-    }
+/// Whether a run that goes on past `first` cycles while inconclusive
+/// ([`HarnessConfig::decide_after`]) may stop after `cycle` (0-based): at `first` and every
+/// 10 cycles after it, once the memory verdict decides.
+fn decided(first: u64, cycle: u64, samples: &[CycleSample], analysis: &AnalysisConfig) -> bool {
+    let done = cycle + 1;
+    done >= first
+        && (done - first).is_multiple_of(crate::verdict::LOOK_EVERY)
+        && analyze(samples, None, None, analysis).verdict != Verdict::Inconclusive
 }
 
 /// How long the handle check waits once a leak is established (see
@@ -595,6 +583,7 @@ impl Harness {
     ) -> Result<HarnessReport, HarnessError> {
         let cfg = &self.config;
         cfg.plan.validate(&store.fault_points())?;
+        let judged = cfg.judged_analysis();
         quiet_injected_panics();
         let faults = Faults::new(&cfg.plan, cfg.seed);
         let probe = match store.data_dir() {
@@ -631,7 +620,7 @@ impl Harness {
             // The observer runs outside the bookkeeping: what it keeps is not the harness's, and
             // must not be subtracted from the bytes judged.
             let progress = Progress { record: &record, sample: samples.last().filter(|s| s.cycle == cycle), samples: &samples };
-            let stop = observe(&progress).is_break();
+            let stop = observe(&progress).is_break() || cfg.decide_after.is_some_and(|first| decided(first, cycle, &samples, &judged));
             bk.track(|| records.push(if cfg.keep_records { record } else { record.stripped() }));
             if stop {
                 break;
@@ -639,7 +628,7 @@ impl Harness {
         }
         let mut last = with_rocksdb(store, probe.settle(cfg.settle, None).sample);
         last.bookkeeping_bytes = bk.bytes();
-        let mut analysis = cfg.analysis;
+        let mut analysis = judged;
         analysis.instances_per_cycle = store.instances_per_cycle();
         let mut verdict = verdict_of(&records, &samples, &baseline, &last, &analysis);
         if let Some(reason) = unavailable {

@@ -21,57 +21,12 @@ pub struct Coverage {
     pub allocated_delta_bytes: i64,
 }
 
-/// Native allocations are not visible, or the check could not run.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum CoverageError {
-    /// jemalloc's counters cannot be read at all.
-    #[error("cannot read jemalloc statistics: {0}")]
-    Probe(#[from] ProbeError),
-    /// C `malloc` does not go through jemalloc.
-    #[error(
-        "C malloc is not routed to jemalloc: {requested_bytes} bytes malloc'ed moved \
-         stats.allocated by {allocated_delta_bytes} bytes. {diagnosis}"
-    )]
-    MallocNotRouted {
-        /// Bytes requested through `malloc`.
-        requested_bytes: u64,
-        /// What jemalloc saw.
-        allocated_delta_bytes: i64,
-        /// The likely cause and its fix.
-        diagnosis: String,
-    },
-    /// RocksDB's memtable allocations do not show in jemalloc's counters.
-    #[error(
-        "RocksDB's allocations are not visible: writing {written_bytes} bytes into a memtable \
-         moved stats.allocated by {allocated_delta_bytes} bytes (expected at least \
-         {expected_bytes}). {diagnosis}"
-    )]
-    RocksDbNotVisible {
-        /// Bytes written.
-        written_bytes: u64,
-        /// What jemalloc saw.
-        allocated_delta_bytes: i64,
-        /// The minimum growth that proves visibility.
-        expected_bytes: u64,
-        /// The likely cause and its fix.
-        diagnosis: String,
-    },
-    /// The scratch database for the RocksDB check failed.
-    #[cfg(feature = "rocksdb")]
-    #[error("the RocksDB coverage check could not run its scratch database: {0}")]
-    RocksDb(#[from] rocksdb::Error),
-    /// The scratch directory for the RocksDB check could not be made.
-    #[error("the RocksDB coverage check could not create a scratch directory: {0}")]
-    Io(#[from] std::io::Error),
-}
-
 /// Mallocs 4 MiB in 1 KiB blocks through C `malloc` and checks that jemalloc's `stats.allocated`
 /// grows by at least 90% of it.
 ///
 /// # Errors
-/// [`CoverageError::MallocNotRouted`] with a diagnosis when `malloc` is not jemalloc's.
-pub fn check_malloc_coverage() -> Result<Coverage, CoverageError> {
+/// [`ProbeError::MallocNotRouted`] with a diagnosis when `malloc` is not jemalloc's.
+pub fn check_malloc_coverage() -> Result<Coverage, ProbeError> {
     const BLOCK: usize = 1024;
     const BLOCKS: usize = 4096;
     let requested_bytes = (BLOCK * BLOCKS) as u64;
@@ -81,7 +36,7 @@ pub fn check_malloc_coverage() -> Result<Coverage, CoverageError> {
     let allocated_delta_bytes = after? as i64 - before as i64;
     let coverage = Coverage { native_bytes: requested_bytes, allocated_delta_bytes };
     if allocated_delta_bytes < (requested_bytes as i64) * 9 / 10 {
-        return Err(CoverageError::MallocNotRouted {
+        return Err(ProbeError::MallocNotRouted {
             requested_bytes,
             allocated_delta_bytes,
             diagnosis: diagnose(),
@@ -95,13 +50,13 @@ pub fn check_malloc_coverage() -> Result<Coverage, CoverageError> {
 /// about 13 MB with the override on).
 ///
 /// # Errors
-/// [`CoverageError::RocksDbNotVisible`] with a diagnosis when RocksDB's heap is not visible.
+/// [`ProbeError::RocksDbNotVisible`] with a diagnosis when RocksDB's heap is not visible.
 #[cfg(feature = "rocksdb")]
 #[allow(clippy::disallowed_types)] // a scratch DB measured by bytes, not by the ledger
-pub fn check_rocksdb_coverage() -> Result<Coverage, CoverageError> {
+pub fn check_rocksdb_coverage() -> Result<Coverage, ProbeError> {
     const PUTS: u64 = 100_000;
     const EXPECTED: u64 = 8_000_000;
-    let dir = tempfile::Builder::new().prefix("leakcheck-coverage").tempdir()?;
+    let dir = tempfile::Builder::new().prefix("leakcheck-coverage").tempdir().map_err(ProbeError::ScratchDir)?;
     let mut opts = rocksdb::Options::default();
     opts.create_if_missing(true);
     let db = rocksdb::DB::open(&opts, dir.path())?;
@@ -121,7 +76,7 @@ pub fn check_rocksdb_coverage() -> Result<Coverage, CoverageError> {
     drop(db);
     let allocated_delta_bytes = after as i64 - before as i64;
     if allocated_delta_bytes < EXPECTED as i64 {
-        return Err(CoverageError::RocksDbNotVisible {
+        return Err(ProbeError::RocksDbNotVisible {
             written_bytes,
             allocated_delta_bytes,
             expected_bytes: EXPECTED,

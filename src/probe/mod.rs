@@ -18,7 +18,7 @@ use crate::Settle;
 
 use serde::{Deserialize, Serialize};
 
-pub use coverage::{check_malloc_coverage, Coverage, CoverageError};
+pub use coverage::{check_malloc_coverage, Coverage};
 #[cfg(feature = "rocksdb")]
 pub use coverage::check_rocksdb_coverage;
 pub use jemalloc::JemallocStats;
@@ -26,7 +26,8 @@ pub use process::ProcessStats;
 #[cfg(feature = "rocksdb")]
 pub use self::rocksdb::MemoryConsumers;
 
-/// Why a probe could not read something.
+/// Why a probe could not read something, or why native allocations are not visible to it (the
+/// coverage checks, [`check_malloc_coverage`]).
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ProbeError {
@@ -62,6 +63,42 @@ pub enum ProbeError {
         /// The I/O error.
         source: io::Error,
     },
+    /// C `malloc` does not go through jemalloc.
+    #[error(
+        "C malloc is not routed to jemalloc: {requested_bytes} bytes malloc'ed moved \
+         stats.allocated by {allocated_delta_bytes} bytes. {diagnosis}"
+    )]
+    MallocNotRouted {
+        /// Bytes requested through `malloc`.
+        requested_bytes: u64,
+        /// What jemalloc saw.
+        allocated_delta_bytes: i64,
+        /// The likely cause and its fix.
+        diagnosis: String,
+    },
+    /// RocksDB's memtable allocations do not show in jemalloc's counters.
+    #[error(
+        "RocksDB's allocations are not visible: writing {written_bytes} bytes into a memtable \
+         moved stats.allocated by {allocated_delta_bytes} bytes (expected at least \
+         {expected_bytes}). {diagnosis}"
+    )]
+    RocksDbNotVisible {
+        /// Bytes written.
+        written_bytes: u64,
+        /// What jemalloc saw.
+        allocated_delta_bytes: i64,
+        /// The minimum growth that proves visibility.
+        expected_bytes: u64,
+        /// The likely cause and its fix.
+        diagnosis: String,
+    },
+    /// The scratch database for the RocksDB check failed.
+    #[cfg(feature = "rocksdb")]
+    #[error("the RocksDB coverage check could not run its scratch database: {0}")]
+    RocksDb(#[from] ::rocksdb::Error),
+    /// The scratch directory for the RocksDB check could not be made.
+    #[error("the RocksDB coverage check could not create a scratch directory: {0}")]
+    ScratchDir(#[source] std::io::Error),
 }
 
 impl ProbeError {

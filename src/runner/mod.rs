@@ -13,7 +13,7 @@
 //!   flattened in.
 //!
 //! `check` goes on past the cycles asked for while the memory verdict is inconclusive, deciding
-//! every [`Continuation::EVERY`] cycles, up to `max_cycles` (default four times the cycles);
+//! every 10 cycles, up to `max_cycles` (default four times the cycles);
 //! `soak` runs for a duration or a number of cycles and keeps the report directory current.
 
 mod check;
@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 pub use check::{check, Check};
 
 use crate::fault::{FaultPlan, FaultPlanError, FAULTS_ENV};
-use crate::harness::{Continuation, HarnessError, Lifecycle};
+use crate::harness::{HarnessError, Lifecycle};
 use crate::ledger::LedgerError;
 use crate::report::{self, CompareLimits, Comparison, CycleSummary, ReportError, RunReport, RunSettings};
 use crate::verdict::{analyze, CycleSample};
@@ -388,6 +388,7 @@ fn drive<L: Lifecycle>(store: &mut L, ledger: &Ledger, opts: &RunOptions, plan: 
     };
     let mut hc = HarnessConfig {
         cycles: plan.max_cycles.unwrap_or(plan.cycles),
+        decide_after: Some(plan.cycles),
         plan: faults,
         seed: opts.seed,
         sample_every: plan.sample_every,
@@ -397,8 +398,7 @@ fn drive<L: Lifecycle>(store: &mut L, ledger: &Ledger, opts: &RunOptions, plan: 
     if let Some(check) = opts.allocator_check {
         hc.allocator_check = check;
     }
-    let continuation = Continuation::new(plan.cycles, &mut hc);
-    let analysis = hc.analysis;
+    let analysis = hc.judged_analysis();
     let harness = Harness::new(hc);
 
     let total = (plan.cycles != u64::MAX).then_some(plan.cycles);
@@ -438,8 +438,8 @@ fn drive<L: Lifecycle>(store: &mut L, ledger: &Ledger, opts: &RunOptions, plan: 
         if opts.duration.is_some_and(|d| started.elapsed() >= d) {
             return ControlFlow::Break(());
         }
-        // Past the cycles asked for, stop as soon as the memory signals decide.
-        continuation.observe(p)
+        // Past the cycles asked for, the harness stops as soon as the memory signals decide.
+        ControlFlow::Continue(())
     });
     progress.finish();
     if let Some(e) = write_error {

@@ -61,9 +61,6 @@ pub struct TrackedDb<T: ThreadMode = SingleThreaded> {
     token: Token,
 }
 
-/// A tracked DB in multi-threaded column-family mode (`cf_handle` returns shared references).
-pub type TrackedDbMulti = TrackedDb<MultiThreaded>;
-
 impl<T: ThreadMode> std::ops::Deref for TrackedDb<T> {
     type Target = DBWithThreadMode<T>;
     fn deref(&self) -> &Self::Target {

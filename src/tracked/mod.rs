@@ -23,7 +23,7 @@ mod options;
 mod tools;
 
 pub use batch::TrackedWriteBatch;
-pub use db::{TrackedBoundCf, TrackedCfDescriptor, TrackedDb, TrackedDbMulti};
+pub use db::{TrackedBoundCf, TrackedCfDescriptor, TrackedDb};
 pub use iter::{TrackedIterator, TrackedRawIterator, TrackedSnapshot};
 pub use options::{
     TrackedBlockBasedOptions, TrackedCache, TrackedEnv, TrackedOptions, TrackedReadOptions,
@@ -31,7 +31,9 @@ pub use options::{
 };
 pub use tools::{TrackedCheckpoint, TrackedSstFileWriter};
 
-/// The rust-rocksdb items the wrappers' signatures use, so users need not name the crate.
+/// The rust-rocksdb items the wrappers' signatures use, so users need not name the crate. They are
+/// rust-rocksdb's own (documented there), re-exported as they are.
+#[doc(no_inline)]
 pub use rocksdb::{Direction, IteratorMode, MultiThreaded, SingleThreaded};
 
 #[allow(unused_imports)]
