@@ -39,10 +39,11 @@ pub struct HandleGroup {
     /// The wrapper that owned them is gone, and only the holders below keep them alive.
     #[serde(default)]
     pub wrapper_dropped: bool,
-    /// What keeps them alive (`DB #12 created at src/store.rs:95:14 (task 0_1)`).
+    /// What keeps them alive, summarized: `DB #12 created at src/store.rs:95:14 (task 0_1)`, or
+    /// `2 x DB created at ... (#12, #14)` when several alike hold the group's handles.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub held_by: Vec<String>,
-    /// What they keep alive (`Cache #3 created at src/store.rs:60:9`).
+    /// What they keep alive, summarized alike (`Cache created at src/store.rs:60:9`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub holds: Vec<String>,
     /// Ids of the handles in the group.
@@ -93,22 +94,55 @@ impl<'de> Deserialize<'de> for Depth {
     }
 }
 
+/// Handles are grouped by what a reader acts on: kind, creation site, owner, and whether only
+/// holders keep them. Their holders are summarized in the group, so 400 handles leaked at one
+/// line and held by 400 different DBs are one row, not 400.
 #[derive(PartialEq, Eq, PartialOrd, Ord)]
 struct GroupKey {
     kind: HandleKind,
     site: Option<String>,
     owner: Option<String>,
     wrapper_dropped: bool,
-    held_by: Vec<String>,
-    holds: Vec<String>,
 }
 
-fn describe(id: u64, e: &Entry) -> String {
-    let mut s = format!("{} #{id} created at {}", e.kind, e.site);
-    if let Some(owner) = &e.owner {
-        s.push_str(&format!(" ({owner})"));
+/// What a group's handles hold or are held by: each related handle described without its id
+/// (`DB created at src/store.rs:95:14 (task 0_1)`), with how many of the group's handles it
+/// relates to.
+#[derive(Default)]
+struct Group {
+    count: u64,
+    ids: Vec<u64>,
+    backtrace: Option<String>,
+    held_by: BTreeMap<(HandleKind, String), Vec<u64>>,
+    holds: BTreeMap<(HandleKind, String), Vec<u64>>,
+}
+
+/// Where a related handle was made, and its owner: what makes handles alike.
+fn origin(e: &Entry) -> String {
+    match &e.owner {
+        Some(owner) => format!("created at {} ({owner})", e.site),
+        None => format!("created at {}", e.site),
     }
-    s
+}
+
+/// `DB #12 created at ...` for one handle; `400 x DB created at ... (#12, #14, #16, ...)` for
+/// several alike.
+fn summarize(related: BTreeMap<(HandleKind, String), Vec<u64>>) -> Vec<String> {
+    related
+        .into_iter()
+        .map(|((kind, origin), mut ids)| {
+            ids.sort_unstable();
+            ids.dedup();
+            match ids.as_slice() {
+                [id] => format!("{kind} #{id} {origin}"),
+                _ => {
+                    let first: Vec<String> = ids.iter().take(3).map(|i| format!("#{i}")).collect();
+                    let more = if ids.len() > 3 { ", ..." } else { "" };
+                    format!("{} x {kind} {origin} ({}{more})", ids.len(), first.join(", "))
+                }
+            }
+        })
+        .collect()
 }
 
 impl Ledger {
@@ -116,35 +150,30 @@ impl Ledger {
     /// kind, site and owner, and swallowed close errors. Does not wait; see [`Ledger::verify`].
     pub fn report(&self) -> LeakReport {
         let kinds = self.kind_snapshot();
-        let mut retained: BTreeMap<GroupKey, (u64, Vec<u64>, Option<String>)> = BTreeMap::new();
-        let mut shared: BTreeMap<GroupKey, (u64, Vec<u64>, Option<String>)> = BTreeMap::new();
+        let mut retained: BTreeMap<GroupKey, Group> = BTreeMap::new();
+        let mut shared: BTreeMap<GroupKey, Group> = BTreeMap::new();
         // Handles with an entry, per kind and sharedness; the rest were registered at counts depth.
         let mut with_entry: BTreeMap<(HandleKind, bool), u64> = BTreeMap::new();
         {
             let entries = lock(&self.inner.entries);
             for (id, e) in entries.iter() {
-                let describe_all = |ids: &[u64]| {
-                    let mut v: Vec<String> =
-                        ids.iter().filter_map(|h| entries.get(h).map(|he| describe(*h, he))).collect();
-                    v.sort();
-                    v
-                };
-                let held_by = describe_all(&e.held_by);
-                let holds = describe_all(&e.holds);
                 let key = GroupKey {
                     kind: e.kind,
                     site: Some(e.site.to_string()),
                     owner: e.owner.as_deref().map(str::to_string),
                     wrapper_dropped: e.wrapper_dropped,
-                    held_by,
-                    holds,
                 };
                 let map = if e.shared { &mut shared } else { &mut retained };
-                let slot = map.entry(key).or_insert_with(|| (0, Vec::new(), None));
-                slot.0 += 1;
-                slot.1.push(*id);
-                if slot.2.is_none() {
-                    slot.2 = e.backtrace.as_ref().map(|b| b.to_string());
+                let group = map.entry(key).or_default();
+                group.count += 1;
+                group.ids.push(*id);
+                if group.backtrace.is_none() {
+                    group.backtrace = e.backtrace.as_ref().map(|b| b.to_string());
+                }
+                for (ids, related) in [(&e.held_by, &mut group.held_by), (&e.holds, &mut group.holds)] {
+                    for (h, other) in ids.iter().filter_map(|h| entries.get(h).map(|o| (*h, o))) {
+                        related.entry((other.kind, origin(other))).or_default().push(h);
+                    }
                 }
                 *with_entry.entry((e.kind, e.shared)).or_default() += 1;
             }
@@ -154,33 +183,26 @@ impl Ledger {
                 let seen = with_entry.get(&(*kind, is_shared)).copied().unwrap_or(0);
                 let unsited = live.saturating_sub(seen);
                 if unsited > 0 {
-                    let key = GroupKey {
-                        kind: *kind,
-                        site: None,
-                        owner: None,
-                        wrapper_dropped: false,
-                        held_by: Vec::new(),
-                        holds: Vec::new(),
-                    };
+                    let key = GroupKey { kind: *kind, site: None, owner: None, wrapper_dropped: false };
                     let map = if is_shared { &mut shared } else { &mut retained };
-                    map.entry(key).or_insert_with(|| (0, Vec::new(), None)).0 += unsited;
+                    map.entry(key).or_default().count += unsited;
                 }
             }
         }
-        let groups = |m: BTreeMap<GroupKey, (u64, Vec<u64>, Option<String>)>| {
+        let groups = |m: BTreeMap<GroupKey, Group>| {
             m.into_iter()
-                .map(|(k, (count, mut ids, backtrace))| {
-                    ids.sort_unstable();
+                .map(|(k, mut g)| {
+                    g.ids.sort_unstable();
                     HandleGroup {
                         kind: k.kind.name().to_string(),
-                        count,
+                        count: g.count,
                         site: k.site,
                         owner: k.owner,
                         wrapper_dropped: k.wrapper_dropped,
-                        held_by: k.held_by,
-                        holds: k.holds,
-                        ids,
-                        backtrace,
+                        held_by: summarize(g.held_by),
+                        holds: summarize(g.holds),
+                        ids: g.ids,
+                        backtrace: g.backtrace,
                     }
                 })
                 .collect::<Vec<_>>()

@@ -58,6 +58,8 @@ pub struct TrackedDb<T: ThreadMode = SingleThreaded> {
     inner: DBWithThreadMode<T>,
     cfs: Mutex<BTreeMap<String, CfSlot>>,
     _holds: Vec<OptionHolds>,
+    /// Opened read-only: nothing to sync at close (RocksDB refuses `FlushWAL` then).
+    read_only: bool,
     token: Token,
 }
 
@@ -79,7 +81,7 @@ impl<T: ThreadMode> TrackedDb<T> {
     pub fn open(opts: &TrackedOptions, path: impl AsRef<Path>) -> Result<Self, rocksdb::Error> {
         let site = Location::caller();
         let inner = Db::<T>::open(&opts.inner, path)?;
-        Ok(Self::wrap(inner, opts, Vec::new(), site))
+        Ok(Self::wrap(inner, opts, Vec::new(), false, site))
     }
 
     /// Opens a DB read-only with only the default column family.
@@ -94,7 +96,7 @@ impl<T: ThreadMode> TrackedDb<T> {
     ) -> Result<Self, rocksdb::Error> {
         let site = Location::caller();
         let inner = Db::<T>::open_for_read_only(&opts.inner, path, error_if_log_file_exist)?;
-        Ok(Self::wrap(inner, opts, Vec::new(), site))
+        Ok(Self::wrap(inner, opts, Vec::new(), true, site))
     }
 
     /// Opens a DB with the given column families (the default one is added when missing).
@@ -111,7 +113,7 @@ impl<T: ThreadMode> TrackedDb<T> {
         let site = Location::caller();
         let (raw, kept) = split_descriptors(cfs);
         let inner = Db::<T>::open_cf_descriptors(&opts.inner, path, raw)?;
-        Ok(Self::wrap(inner, opts, kept, site))
+        Ok(Self::wrap(inner, opts, kept, false, site))
     }
 
     /// Opens a DB read-only with the given column families.
@@ -128,13 +130,14 @@ impl<T: ThreadMode> TrackedDb<T> {
         let site = Location::caller();
         let (raw, kept) = split_descriptors(cfs);
         let inner = Db::<T>::open_cf_descriptors_read_only(&opts.inner, path, raw, error_if_log_file_exist)?;
-        Ok(Self::wrap(inner, opts, kept, site))
+        Ok(Self::wrap(inner, opts, kept, true, site))
     }
 
     fn wrap(
         inner: Db<T>,
         opts: &TrackedOptions,
         kept: Vec<Consumed>,
+        read_only: bool,
         site: &'static Location<'static>,
     ) -> Self {
         let ledger = opts.token.ledger();
@@ -153,7 +156,7 @@ impl<T: ThreadMode> TrackedDb<T> {
             let cf = ledger.register_at(HandleKind::ColumnFamily, site);
             cfs.insert(DEFAULT_COLUMN_FAMILY_NAME.to_string(), CfSlot { token: cf, _holds: OptionHolds::default() });
         }
-        TrackedDb { inner, cfs: Mutex::new(cfs), _holds: holds, token }
+        TrackedDb { inner, cfs: Mutex::new(cfs), _holds: holds, read_only, token }
     }
 
     /// Destroys the database files at `path` (`DB::destroy`). The DB must be closed.
@@ -162,6 +165,15 @@ impl<T: ThreadMode> TrackedDb<T> {
     /// RocksDB's error.
     pub fn destroy(opts: &TrackedOptions, path: impl AsRef<Path>) -> Result<(), rocksdb::Error> {
         Db::<T>::destroy(&opts.inner, path)
+    }
+
+    /// The column families of the DB at `path` (`DB::list_cf`), without opening it and without
+    /// naming rust-rocksdb's DB type (which clippy.toml forbids outside the wrappers).
+    ///
+    /// # Errors
+    /// RocksDB's error (no DB at `path`, for one).
+    pub fn list_cf(opts: &TrackedOptions, path: impl AsRef<Path>) -> Result<Vec<String>, rocksdb::Error> {
+        Db::<T>::list_cf(&opts.inner, path)
     }
 
     /// This DB's token.
@@ -179,12 +191,13 @@ impl<T: ThreadMode> TrackedDb<T> {
         lock(&self.cfs).keys().cloned().collect()
     }
 
-    /// Closes the DB: syncs the WAL, then releases every native handle whether or not that
-    /// failed, and returns the error in a [`CloseResult`] that cannot be silently dropped.
+    /// Closes the DB: syncs the WAL (a DB opened read-only has none to sync), then releases
+    /// every native handle whether or not that failed, and returns the error in a
+    /// [`CloseResult`] that cannot be silently dropped.
     #[track_caller]
     pub fn close(self) -> CloseResult<rocksdb::Error> {
         let ledger = self.token.ledger().clone();
-        let synced = self.inner.flush_wal(true);
+        let synced = if self.read_only { Ok(()) } else { self.inner.flush_wal(true) };
         drop(self);
         CloseResult::new(&ledger, "DB", synced)
     }

@@ -16,6 +16,18 @@ pub struct TrackedCache {
 }
 deref_and_token!(TrackedCache, Cache);
 
+/// `Cache::clone` is another owner of the same native cache (an `Arc`), which lives until every
+/// owner is gone: the clone is registered as a Cache handle of its own, at the caller's line, so a
+/// forgotten clone is reported where it was made. It is not declared shared because the original
+/// is: declare it (or keep it where the ledger can see it released).
+impl Clone for TrackedCache {
+    #[track_caller]
+    fn clone(&self) -> Self {
+        let token = self.token.ledger().register_at(HandleKind::Cache, Location::caller());
+        TrackedCache { inner: self.inner.clone(), capacity_bytes: self.capacity_bytes, token }
+    }
+}
+
 impl TrackedCache {
     /// `Cache::new_lru_cache`, registered in `ledger`.
     #[track_caller]
@@ -52,6 +64,17 @@ pub struct TrackedWriteBufferManager {
 }
 deref_and_token!(TrackedWriteBufferManager, WriteBufferManager);
 
+/// `WriteBufferManager::clone` is another owner of the same native manager (an `Arc`): a handle
+/// of its own at the caller's line, which keeps the charged cache alive as the original does.
+impl Clone for TrackedWriteBufferManager {
+    #[track_caller]
+    fn clone(&self) -> Self {
+        let token = self.token.ledger().register_at(HandleKind::WriteBufferManager, Location::caller());
+        let cache = self.cache.as_ref().map(|h| h.rehold(&token));
+        TrackedWriteBufferManager { inner: self.inner.clone(), cache, token }
+    }
+}
+
 impl TrackedWriteBufferManager {
     /// `WriteBufferManager::new_write_buffer_manager`, registered in `ledger`.
     #[track_caller]
@@ -87,6 +110,15 @@ pub struct TrackedEnv {
     token: Token,
 }
 deref_and_token!(TrackedEnv, Env);
+
+/// `Env::clone` is another owner of the same native environment (an `Arc`): a handle of its own
+/// at the caller's line.
+impl Clone for TrackedEnv {
+    #[track_caller]
+    fn clone(&self) -> Self {
+        TrackedEnv { inner: self.inner.clone(), token: self.token.ledger().register_at(HandleKind::Env, Location::caller()) }
+    }
+}
 
 impl TrackedEnv {
     /// `Env::new` (the default environment), registered in `ledger`.
@@ -172,6 +204,17 @@ pub struct TrackedOptions {
 }
 deref_and_token!(TrackedOptions, Options);
 
+/// `Options::clone` makes a new native object (`rocksdb_options_create_copy`): the copy is a new
+/// Options handle, registered at the caller's line, keeping the same caches, manager and
+/// environment alive as the original.
+impl Clone for TrackedOptions {
+    #[track_caller]
+    fn clone(&self) -> Self {
+        let token = self.token.ledger().register_at(HandleKind::Options, Location::caller());
+        TrackedOptions { inner: self.inner.clone(), holds: self.holds.rehold(&token), token }
+    }
+}
+
 impl TrackedOptions {
     /// `Options::default()`, registered in `ledger`.
     #[track_caller]
@@ -181,14 +224,6 @@ impl TrackedOptions {
             holds: OptionHolds::default(),
             token: ledger.register_at(HandleKind::Options, Location::caller()),
         }
-    }
-
-    /// A copy (`Options::clone`, a new native object) registered at the caller's line, keeping
-    /// the same objects alive.
-    #[track_caller]
-    pub fn duplicate(&self) -> Self {
-        let token = self.token.ledger().register_at(HandleKind::Options, Location::caller());
-        TrackedOptions { inner: self.inner.clone(), holds: self.holds.rehold(&token), token }
     }
 
     /// `set_block_based_table_factory`: the table options are copied; their block cache is kept
