@@ -256,6 +256,13 @@ impl<T: ThreadMode> TrackedDb<T> {
         TrackedIterator::new(self.inner.full_iterator(mode), None, self.iter_token(HandleKind::Iterator))
     }
 
+    /// A tracked iterator over a whole column family (total order seek, whatever the prefix
+    /// extractor).
+    #[track_caller]
+    pub fn full_iterator_cf<'a: 'b, 'b>(&'a self, cf: &impl AsColumnFamilyRef, mode: IteratorMode) -> TrackedIterator<'b, Db<T>> {
+        TrackedIterator::new(self.inner.full_iterator_cf(cf, mode), None, self.iter_token(HandleKind::Iterator))
+    }
+
     /// A tracked prefix iterator.
     #[track_caller]
     pub fn prefix_iterator<'a: 'b, 'b, P: AsRef<[u8]>>(&'a self, prefix: P) -> TrackedIterator<'b, Db<T>> {

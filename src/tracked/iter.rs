@@ -8,6 +8,7 @@ use rocksdb::{
     SnapshotWithThreadMode,
 };
 
+use super::TrackedReadOptions;
 use crate::{HandleKind, Token};
 
 /// A tracked `DBIterator`. An iterator that is never dropped keeps its SST files pinned: the
@@ -111,6 +112,57 @@ impl<'a, D: DBAccess> TrackedSnapshot<'a, D> {
     pub fn iterator_cf(&self, cf: &impl AsColumnFamilyRef, mode: IteratorMode) -> TrackedIterator<'_, D> {
         let token = self.token.ledger().register_at(HandleKind::Iterator, Location::caller());
         TrackedIterator::new(self.inner.iterator_cf(cf, mode), None, token)
+    }
+
+    /// A tracked iterator reading at this snapshot with read options; the iterator owns them.
+    #[track_caller]
+    pub fn iterator_opt(&self, mode: IteratorMode, readopts: TrackedReadOptions) -> TrackedIterator<'a, D> {
+        let token = self.token.ledger().register_at(HandleKind::Iterator, Location::caller());
+        let TrackedReadOptions { inner, token: ro } = readopts;
+        TrackedIterator::new(self.inner.iterator_opt(mode, inner), Some(ro), token)
+    }
+
+    /// A tracked iterator over a column family at this snapshot with read options.
+    #[track_caller]
+    pub fn iterator_cf_opt(
+        &self,
+        cf: &impl AsColumnFamilyRef,
+        readopts: TrackedReadOptions,
+        mode: IteratorMode,
+    ) -> TrackedIterator<'_, D> {
+        let token = self.token.ledger().register_at(HandleKind::Iterator, Location::caller());
+        let TrackedReadOptions { inner, token: ro } = readopts;
+        TrackedIterator::new(self.inner.iterator_cf_opt(cf, inner, mode), Some(ro), token)
+    }
+
+    /// A tracked raw iterator reading at this snapshot.
+    #[track_caller]
+    pub fn raw_iterator(&self) -> TrackedRawIterator<'_, D> {
+        let token = self.token.ledger().register_at(HandleKind::RawIterator, Location::caller());
+        TrackedRawIterator::new(self.inner.raw_iterator(), None, token)
+    }
+
+    /// A tracked raw iterator over a column family, reading at this snapshot.
+    #[track_caller]
+    pub fn raw_iterator_cf(&self, cf: &impl AsColumnFamilyRef) -> TrackedRawIterator<'_, D> {
+        let token = self.token.ledger().register_at(HandleKind::RawIterator, Location::caller());
+        TrackedRawIterator::new(self.inner.raw_iterator_cf(cf), None, token)
+    }
+
+    /// A tracked raw iterator at this snapshot with read options; the iterator owns them.
+    #[track_caller]
+    pub fn raw_iterator_opt(&self, readopts: TrackedReadOptions) -> TrackedRawIterator<'_, D> {
+        let token = self.token.ledger().register_at(HandleKind::RawIterator, Location::caller());
+        let TrackedReadOptions { inner, token: ro } = readopts;
+        TrackedRawIterator::new(self.inner.raw_iterator_opt(inner), Some(ro), token)
+    }
+
+    /// A tracked raw iterator over a column family at this snapshot with read options.
+    #[track_caller]
+    pub fn raw_iterator_cf_opt(&self, cf: &impl AsColumnFamilyRef, readopts: TrackedReadOptions) -> TrackedRawIterator<'_, D> {
+        let token = self.token.ledger().register_at(HandleKind::RawIterator, Location::caller());
+        let TrackedReadOptions { inner, token: ro } = readopts;
+        TrackedRawIterator::new(self.inner.raw_iterator_cf_opt(cf, inner), Some(ro), token)
     }
 }
 
