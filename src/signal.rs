@@ -88,6 +88,9 @@ pub enum Signal {
     LiveHandlesOf,
     /// Caches and write buffer managers not declared shared, alive while the store is open.
     UnsharedCachesOpen,
+    /// Handles declared shared beyond those live after the first cycle: the shared set must not
+    /// grow (a new "shared" cache per task, never pruned, is a leak behind the declaration).
+    DeclaredSharedGrowth,
     /// Close errors dropped unseen.
     SwallowedCloseErrors,
     /// Integrity violations found by the store's check.
@@ -100,7 +103,7 @@ pub enum Signal {
 
 impl Signal {
     /// Every signal, in the order reports list them.
-    pub const ALL: [Signal; 21] = [
+    pub const ALL: [Signal; 22] = [
         Signal::AllocatedBytes,
         Signal::UnexplainedBytes,
         Signal::ExplainedBytes,
@@ -118,6 +121,7 @@ impl Signal {
         Signal::LiveHandles,
         Signal::LiveHandlesOf,
         Signal::UnsharedCachesOpen,
+        Signal::DeclaredSharedGrowth,
         Signal::SwallowedCloseErrors,
         Signal::Integrity,
         Signal::BytesPerFiring,
@@ -148,6 +152,7 @@ impl Signal {
             Signal::LiveHandles => ("live_handles", "handles", Handles, false, false),
             Signal::LiveHandlesOf => ("live_handles", "handles", Handles, false, true),
             Signal::UnsharedCachesOpen => ("unshared_caches_open", "handles", Handles, false, false),
+            Signal::DeclaredSharedGrowth => ("declared_shared_growth", "handles", Handles, false, false),
             Signal::SwallowedCloseErrors => ("swallowed_close_errors", "errors", Swallowed, false, false),
             Signal::Integrity => ("integrity", "violations", Integrity, false, false),
             // A fault point's bytes corroborate: its "inconclusive" does not hold a run.

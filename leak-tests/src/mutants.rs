@@ -48,7 +48,7 @@ pub struct Mutant {
 
 /// The reference store and the twelve leak classes (the first split in two: through the tracked
 /// wrappers, and through raw librocksdb-sys where only the bytes can tell).
-pub const CATALOG: [Mutant; 17] = [
+pub const CATALOG: [Mutant; 18] = [
     Mutant { name: "reference", variant: Variant::Correct, description: "the reference store, nothing planted", expected: &[], invisible_to: &[], plan: PLAN, min_cycles: 0 },
     Mutant {
         name: "offsets-options-tracked",
@@ -117,6 +117,15 @@ pub const CATALOG: [Mutant; 17] = [
         name: "private-cache-per-segment",
         variant: Variant::PrivateCachePerSegment,
         description: "each segment makes a private 8 MiB cache instead of the declared shared one",
+        expected: &[Class::Handles],
+        invisible_to: &[],
+        plan: PLAN,
+        min_cycles: 0,
+    },
+    Mutant {
+        name: "shared-cache-declared-per-open",
+        variant: Variant::SharedCacheDeclaredPerOpen,
+        description: "one more cache declared shared at every open, parked in a registry never pruned",
         expected: &[Class::Handles],
         invisible_to: &[],
         plan: PLAN,
@@ -284,6 +293,8 @@ pub fn run_mutant(m: &Mutant, dir: &Path, cycles: u64) -> Result<MutantOutcome, 
     }
     for r in &report.records {
         sites.extend(r.unshared_cache_sites.iter().cloned());
+        // `file:line:column (xN)`: the site of handles declared shared after the first cycle.
+        sites.extend(r.declared_shared_growth_sites.iter().map(|s| s.split(" (x").next().unwrap_or(s).to_string()));
     }
     let integrity_problems =
         report.records.iter().flat_map(|r| r.integrity.problems.iter().cloned()).take(5).collect();

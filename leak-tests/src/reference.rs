@@ -134,6 +134,9 @@ pub enum Variant {
     /// A range-scan iterator made through rust-rocksdb directly is never released: it pins a data
     /// block in the task's shared cache and the memtable charged to it, past the segment's close.
     CachePinningIteratorLeak,
+    /// Every open of a task makes one more cache, declares it shared and parks it in a registry
+    /// never pruned: a leak behind the declaration, invisible to `retained = live - shared`.
+    SharedCacheDeclaredPerOpen,
 }
 
 /// The reference store's settings.
@@ -318,6 +321,7 @@ struct Planted {
     raw_mallocs: Vec<usize>,
     registry: Vec<Segment>,
     side_dbs: Vec<rocksdb::DB>,
+    shared_caches: Vec<TrackedCache>,
 }
 
 /// The reference segmented store.
@@ -498,6 +502,12 @@ impl ReferenceStore {
         let state = &self.tasks[task as usize];
         if let Some(other) = lock(&self.owners).insert(task, worker) {
             return Err(StoreError::Ownership { task, other });
+        }
+        if self.config.variant == Variant::SharedCacheDeclaredPerOpen {
+            // Planted: one more "shared" cache per open, declared and never pruned.
+            let cache = planted!("shared-cache-declared-per-open", TrackedCache::new_lru(ctx.ledger, 1 << 20));
+            ctx.ledger.declare_shared(cache.token());
+            lock(&self.planted).shared_caches.push(cache);
         }
         let claim = OwnerClaim { owners: self.owners.clone(), task };
         let mut store =

@@ -148,7 +148,7 @@ fn every_variant_is_caught_and_every_clean_store_is_clean() {
         "the 1 KiB per failed marker write must be attributed to close.marker: {marker:?}"
     );
     // Where the planted line itself creates the leaked handle, the report names that line.
-    for name in ["offsets-options-tracked", "private-cache-per-segment"] {
+    for name in ["offsets-options-tracked", "private-cache-per-segment", "shared-cache-declared-per-open"] {
         let o = &results[name];
         let at = o.planted_at.as_deref().unwrap_or_else(|| panic!("{name}: the planted code did not run"));
         assert!(at.starts_with(STORE_PATH), "{name}: planted at {at}");

@@ -257,6 +257,15 @@ pub struct CycleRecord {
     /// Where those caches were created (`file:line:column`), when the ledger records sites.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unshared_cache_sites: Vec<String>,
+    /// Live handles declared shared beyond those live after the first cycle. Sharing is not a
+    /// licence to grow: a store that declares one more shared cache per task or per cycle and
+    /// never prunes them leaks behind the declaration. Exact: must stay 0.
+    #[serde(default)]
+    pub declared_shared_growth: u64,
+    /// Where the handles declared shared after the first cycle were created, with their count
+    /// (`src/store.rs:42:17 (x12)`), when the ledger records sites.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub declared_shared_growth_sites: Vec<String>,
     /// The store's integrity check.
     pub integrity: Integrity,
 }
@@ -278,6 +287,7 @@ impl CycleRecord {
             close: strip(self.close),
             faults_fired: BTreeMap::new(),
             unshared_cache_sites: Vec::new(),
+            declared_shared_growth_sites: Vec::new(),
             integrity,
             ..self
         }
@@ -601,11 +611,13 @@ impl Harness {
         let mut samples = bk.track(|| Vec::with_capacity((cfg.cycles / cfg.sample_every.max(1)).min(10_000) as usize));
         let mut cycles_run = 0;
         let mut patience = Patience { patient: true };
+        let mut shared = SharedBaseline::default();
         let mut baseline = with_rocksdb(store, probe.settle(cfg.settle, None).sample);
         baseline.bookkeeping_bytes = bk.bytes();
         let target = baseline.clone();
         for cycle in 0..cfg.cycles {
-            let record = run_cycle(store, ledger, &faults, cycle, cfg, &mut swallowed_total, &mut bk, &mut patience);
+            let mut record = run_cycle(store, ledger, &faults, cycle, cfg, &mut swallowed_total, &mut bk, &mut patience);
+            bk.track(|| shared.observe(ledger, &mut record));
             if cycle % cfg.sample_every.max(1) == 0 {
                 let settled = probe.settled_sample_towards(patience.sample_settle(cfg), &target);
                 if settled.sample.holds_more_files_than(&target) {
@@ -763,6 +775,7 @@ fn record_clean(r: &CycleRecord) -> bool {
     r.retained_handles.is_empty()
         && r.swallowed_close_errors == 0
         && r.unshared_caches_open == 0
+        && r.declared_shared_growth == 0
         && r.integrity.total_violations() == 0
 }
 
@@ -849,9 +862,41 @@ fn run_cycle<L: Lifecycle>(
             swallowed_close_errors,
             unshared_caches_open: unshared,
             unshared_cache_sites: unshared_sites,
+            declared_shared_growth: 0,
+            declared_shared_growth_sites: Vec::new(),
             integrity,
         }
     })
+}
+
+/// The handles declared shared after the first cycle: the baseline a store's shared set must not
+/// grow past.
+#[derive(Default)]
+struct SharedBaseline {
+    /// How many handles were declared shared and live after the first cycle, and their ids
+    /// (empty at counts depth, where the ledger keeps no entries).
+    first: Option<(u64, BTreeSet<u64>)>,
+}
+
+impl SharedBaseline {
+    fn observe(&mut self, ledger: &Ledger, record: &mut CycleRecord) {
+        let live: u64 = ledger.kind_snapshot().values().map(|c| c.declared_shared).sum();
+        let Some((first_live, first_ids)) = &self.first else {
+            let ids = ledger.report().declared_shared.iter().flat_map(|g| g.ids.iter().copied()).collect();
+            self.first = Some((live, ids));
+            return;
+        };
+        record.declared_shared_growth = live.saturating_sub(*first_live);
+        if record.declared_shared_growth > 0 {
+            // Where the newcomers were made: the groups holding ids the first cycle did not have.
+            for g in ledger.report().declared_shared {
+                let new = g.ids.iter().filter(|id| !first_ids.contains(id)).count();
+                if let (Some(site), true) = (g.site, new > 0) {
+                    record.declared_shared_growth_sites.push(format!("{site} (x{new})"));
+                }
+            }
+        }
+    }
 }
 
 fn unshared_caches(ledger: &Ledger) -> u64 {
@@ -886,6 +931,7 @@ fn verdict_of(
         extra.push(exact(Signal::LiveHandlesOf, Some(kind), &|r| r.retained_handles.get(kind).copied().unwrap_or(0) as f64));
     }
     extra.push(exact(Signal::UnsharedCachesOpen, None, &|r| r.unshared_caches_open as f64));
+    extra.push(exact(Signal::DeclaredSharedGrowth, None, &|r| r.declared_shared_growth as f64));
     extra.push(exact(Signal::SwallowedCloseErrors, None, &|r| r.swallowed_close_errors as f64));
     extra.push(exact(Signal::Integrity, None, &|r| r.integrity.total_violations() as f64));
     v.signals.extend(extra);

@@ -118,6 +118,22 @@ pub(crate) fn table(r: &RunReport) -> String {
     }
     if !r.ledger.is_clean() {
         let _ = writeln!(out, "\n{}", r.ledger);
+    } else if r.signal(crate::Signal::DeclaredSharedGrowth).is_some_and(|e| e.verdict == Verdict::Leak) {
+        // The shared set grew: where its handles were declared, most first (the growing line has
+        // a count that rises with the cycles).
+        let mut groups: Vec<_> = r.ledger.declared_shared.iter().collect();
+        groups.sort_by_key(|g| std::cmp::Reverse(g.count));
+        let _ = writeln!(out, "\nthe declared-shared set grew during the run; declared shared now:");
+        for g in groups {
+            let _ = writeln!(
+                out,
+                "  {:>5} x {:<22} {:<40} {}",
+                g.count,
+                g.kind,
+                g.site.as_deref().unwrap_or("(unknown: counts depth)"),
+                g.owner.as_deref().unwrap_or("-")
+            );
+        }
     }
     for p in &r.cycles_summary.integrity_problems {
         let _ = writeln!(out, "integrity: {p}");
