@@ -351,3 +351,37 @@ fn snapshot_iterators_and_full_column_family_iterators_are_tracked() {
     let full: Vec<_> = db.full_iterator_cf(cf, IteratorMode::Start).collect::<Result<_, _>>().expect("iterate");
     assert_eq!(full.len(), 2);
 }
+
+/// Time-to-live and secondary opens are tracked DBs: registered at the opening line, released at
+/// close (a secondary has no WAL to sync, like a read-only DB), reported when forgotten.
+#[test]
+fn ttl_and_secondary_opens_are_tracked() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ledger = Ledger::new();
+    let o = opts(&ledger);
+    let ttl = std::time::Duration::from_secs(3600);
+    check_kind(&ledger, HandleKind::Db, || {
+        let path = dir.path().join(format!("ttl{}", ledger.report().kinds.get("DB").map_or(0, |c| c.created)));
+        (TrackedDb::<SingleThreaded>::open_with_ttl(&o, path, ttl).expect("open with ttl"), line!())
+    });
+    let cfs = [TrackedCfDescriptor::new("data", opts(&ledger))];
+    let primary = TrackedDb::<SingleThreaded>::open_cf_descriptors_with_ttl(&o, dir.path().join("primary"), cfs, ttl).expect("open");
+    primary.put(b"k", b"v").expect("put");
+    primary.flush().expect("flush");
+    check_kind(&ledger, HandleKind::Db, || {
+        let n = ledger.report().kinds.get("DB").map_or(0, |c| c.created);
+        let secondary = dir.path().join(format!("secondary{n}"));
+        (TrackedDb::<SingleThreaded>::open_as_secondary(&o, dir.path().join("primary"), secondary).expect("open as secondary"), line!())
+    });
+    let cfs = [TrackedCfDescriptor::new("data", opts(&ledger))];
+    let secondary =
+        TrackedDb::<SingleThreaded>::open_cf_descriptors_as_secondary(&o, dir.path().join("primary"), dir.path().join("s"), cfs)
+            .expect("open as secondary");
+    secondary.try_catch_up_with_primary().expect("catch up");
+    // A TTL DB stores a 4-byte timestamp after each value; a secondary reads it raw.
+    assert!(secondary.get(b"k").expect("get").is_some_and(|v| v.starts_with(b"v")));
+    let before = ledger.live(HandleKind::ColumnFamily);
+    secondary.close().into_result().expect("a secondary closes without error");
+    assert_eq!(ledger.live(HandleKind::ColumnFamily), before - 2, "data and default released");
+    primary.close().into_result().expect("close the primary");
+}

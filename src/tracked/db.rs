@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 use std::panic::Location;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use rocksdb::{
     AsColumnFamilyRef, BoundColumnFamily, ColumnFamilyDescriptor, DBWithThreadMode, IteratorMode,
@@ -84,7 +85,7 @@ impl<T: ThreadMode> TrackedDb<T> {
         Ok(Self::wrap(inner, opts, Vec::new(), false, site))
     }
 
-    /// Opens a DB read-only with only the default column family.
+    /// Opens a DB read-only with only the default column family; it has no WAL to sync at close.
     ///
     /// # Errors
     /// RocksDB's error when the DB cannot be opened.
@@ -97,6 +98,70 @@ impl<T: ThreadMode> TrackedDb<T> {
         let site = Location::caller();
         let inner = Db::<T>::open_for_read_only(&opts.inner, path, error_if_log_file_exist)?;
         Ok(Self::wrap(inner, opts, Vec::new(), true, site))
+    }
+
+    /// Opens a DB with a time-to-live compaction filter (`DB::open_with_ttl`), only the default
+    /// column family.
+    ///
+    /// # Errors
+    /// RocksDB's error when the DB cannot be opened; nothing is registered then.
+    #[track_caller]
+    pub fn open_with_ttl(opts: &TrackedOptions, path: impl AsRef<Path>, ttl: Duration) -> Result<Self, rocksdb::Error> {
+        let site = Location::caller();
+        let inner = Db::<T>::open_with_ttl(&opts.inner, path, ttl)?;
+        Ok(Self::wrap(inner, opts, Vec::new(), false, site))
+    }
+
+    /// Opens a DB with a time-to-live compaction filter and the given column families
+    /// (`DB::open_cf_descriptors_with_ttl`; each descriptor's TTL is the DB's).
+    ///
+    /// # Errors
+    /// RocksDB's error when the DB cannot be opened; the descriptors are released then.
+    #[track_caller]
+    pub fn open_cf_descriptors_with_ttl(
+        opts: &TrackedOptions,
+        path: impl AsRef<Path>,
+        cfs: impl IntoIterator<Item = TrackedCfDescriptor>,
+        ttl: Duration,
+    ) -> Result<Self, rocksdb::Error> {
+        let site = Location::caller();
+        let (raw, kept) = split_descriptors(cfs);
+        let inner = Db::<T>::open_cf_descriptors_with_ttl(&opts.inner, path, raw, ttl)?;
+        Ok(Self::wrap(inner, opts, kept, false, site))
+    }
+
+    /// Opens a secondary instance of the DB at `primary_path` (`DB::open_as_secondary`), keeping
+    /// its own files in `secondary_path`. Like a read-only DB, it has no WAL to sync at close.
+    ///
+    /// # Errors
+    /// RocksDB's error when the DB cannot be opened; nothing is registered then.
+    #[track_caller]
+    pub fn open_as_secondary(
+        opts: &TrackedOptions,
+        primary_path: impl AsRef<Path>,
+        secondary_path: impl AsRef<Path>,
+    ) -> Result<Self, rocksdb::Error> {
+        let site = Location::caller();
+        let inner = Db::<T>::open_as_secondary(&opts.inner, primary_path.as_ref(), secondary_path.as_ref())?;
+        Ok(Self::wrap(inner, opts, Vec::new(), true, site))
+    }
+
+    /// A secondary instance with the given column families
+    /// (`DB::open_cf_descriptors_as_secondary`).
+    ///
+    /// # Errors
+    /// RocksDB's error when the DB cannot be opened; the descriptors are released then.
+    #[track_caller]
+    pub fn open_cf_descriptors_as_secondary(
+        opts: &TrackedOptions,
+        primary_path: impl AsRef<Path>,
+        secondary_path: impl AsRef<Path>,
+        cfs: impl IntoIterator<Item = TrackedCfDescriptor>,
+    ) -> Result<Self, rocksdb::Error> {
+        let site = Location::caller();
+        let (raw, kept) = split_descriptors(cfs);
+        let inner = Db::<T>::open_cf_descriptors_as_secondary(&opts.inner, primary_path.as_ref(), secondary_path.as_ref(), raw)?;
+        Ok(Self::wrap(inner, opts, kept, true, site))
     }
 
     /// Opens a DB with the given column families (the default one is added when missing).
