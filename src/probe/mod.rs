@@ -6,6 +6,8 @@
 //! tests that read them in a process of their own.
 
 mod coverage;
+#[cfg(feature = "profiling")]
+pub mod heap;
 pub mod jemalloc;
 pub mod process;
 #[cfg(feature = "rocksdb")]
@@ -96,6 +98,17 @@ pub enum ProbeError {
     #[cfg(feature = "rocksdb")]
     #[error("the RocksDB coverage check could not run its scratch database: {0}")]
     RocksDb(#[from] ::rocksdb::Error),
+    /// A heap profile dump could not be read.
+    #[error("heap profile, line {line}: {problem}")]
+    HeapProfile {
+        /// The line at fault (1-based).
+        line: usize,
+        /// What is wrong with it.
+        problem: String,
+    },
+    /// A profile could not be compressed.
+    #[error("cannot compress a profile: {0}")]
+    Compress(#[source] std::io::Error),
     /// The scratch directory for the RocksDB check could not be made.
     #[error("the RocksDB coverage check could not create a scratch directory: {0}")]
     ScratchDir(#[source] std::io::Error),
