@@ -97,3 +97,34 @@ pub(crate) fn with_c_blocks<T>(bytes: usize, count: usize, during: impl FnOnce()
     }
     out
 }
+
+/// Reads a `bool` mallctl by name (`opt.prof`).
+///
+/// # Errors
+/// jemalloc's error (an unknown name: profiling not compiled in).
+#[cfg(feature = "profiling")]
+pub(crate) fn mallctl_read_bool(name: &std::ffi::CStr) -> Result<bool, tikv_jemalloc_ctl::Error> {
+    // SAFETY: the name is nul-terminated, and callers pass only mallctls that read a `bool`.
+    unsafe { tikv_jemalloc_ctl::raw::read::<bool>(name.to_bytes_with_nul()) }
+}
+
+/// Writes a value to a mallctl by name: `prof.active` (bool), `prof.reset` (size_t).
+///
+/// # Errors
+/// jemalloc's error.
+#[cfg(feature = "profiling")]
+pub(crate) fn mallctl_write<T: Copy>(name: &std::ffi::CStr, value: T) -> Result<(), tikv_jemalloc_ctl::Error> {
+    // SAFETY: the name is nul-terminated, and callers pass the type each mallctl takes.
+    unsafe { tikv_jemalloc_ctl::raw::write::<T>(name.to_bytes_with_nul(), value) }
+}
+
+/// `prof.dump` to `path`: jemalloc writes the current heap profile there.
+///
+/// # Errors
+/// jemalloc's error (profiling not active, the file cannot be written).
+#[cfg(feature = "profiling")]
+pub(crate) fn prof_dump(path: &std::ffi::CStr) -> Result<(), tikv_jemalloc_ctl::Error> {
+    // SAFETY: `prof.dump` takes a `const char *` file name, read during the call; `path` is a
+    // nul-terminated string that outlives it.
+    unsafe { tikv_jemalloc_ctl::raw::write::<*const libc::c_char>(b"prof.dump\0", path.as_ptr()) }
+}

@@ -256,3 +256,27 @@ fn compare_flags_a_regression_in_leak_rate_and_accepts_an_unchanged_run() {
     assert_eq!(code(&worse), 1);
     assert!(String::from_utf8_lossy(&worse.stdout).contains("regression: leak rate"));
 }
+
+/// `--profile`: the planted raw malloc of 4 KiB per cycle is named by its call stack under the
+/// verdict, at about 4 KiB per cycle, and the report directory holds the two pprof profiles and
+/// the folded stacks of the growth. The binary starts with jemalloc's profiler ready.
+#[test]
+fn profile_names_the_stack_of_a_raw_leak() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let rep = dir.path().join("report");
+    let rep_s = rep.to_str().expect("utf-8 path");
+    let args = ["check", "--plant", "raw-malloc-per-cycle", "--cycles", "100", "--max-cycles", "100", "--profile", "14", "--json", "--report", rep_s];
+    let out = leakcheck(&args);
+    assert_eq!(code(&out), 1, "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    let r: RunReport = serde_json::from_slice(&out.stdout).expect("stdout is JSON");
+    let planted = r
+        .heap_growth
+        .iter()
+        .take(3)
+        .find(|g| g.frames.first().is_some_and(|f| f.contains("ReferenceStore")))
+        .unwrap_or_else(|| panic!("no top-3 stack starts in the reference store: {:#?}", r.heap_growth));
+    assert!((2048.0..8192.0).contains(&planted.bytes_per_cycle), "about 4 KiB per cycle: {planted:?}");
+    for f in ["heap-first.pb.gz", "heap-last.pb.gz", "heap-growth.folded"] {
+        assert!(rep.join(f).metadata().is_ok_and(|m| m.len() > 20), "{f} missing");
+    }
+}

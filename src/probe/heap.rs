@@ -11,9 +11,77 @@
 //! taken in one process can be named in it, while the addresses are still mapped.
 
 use std::collections::BTreeMap;
+use std::ffi::CString;
 use std::io::Write;
+use std::path::Path;
 
 use super::ProbeError;
+
+/// Defines jemalloc's start-up options (the `malloc_conf` symbol) so that heap profiling is
+/// compiled in and ready but inactive: `prof:true,prof_active:false`. A run then turns sampling
+/// on with [`start`] and pays nothing measurable without it. Use it once, in the binary (a test
+/// file of its own, a soak binary); jemalloc reads the symbol before `main`. The environment
+/// variable `MALLOC_CONF=prof:true,prof_active:false` does the same without code.
+///
+/// It defines a `#[no_mangle]` static: a crate that denies `unsafe_code` allows it at the call.
+#[macro_export]
+macro_rules! heap_profiling_ready {
+    () => {
+        #[allow(non_upper_case_globals, unsafe_code)]
+        #[no_mangle]
+        pub static malloc_conf: Option<&'static u8> = Some(&b"prof:true,prof_active:false\0"[0]);
+    };
+}
+
+/// jemalloc's default sampling interval: one sample per 2^19 bytes (512 KiB) allocated.
+pub const DEFAULT_LG_SAMPLE: u32 = 19;
+
+/// Whether jemalloc was started with profiling (`opt.prof`), which only start-up options can
+/// set ([`heap_profiling_ready!`](crate::heap_profiling_ready) or `MALLOC_CONF`).
+pub fn available() -> bool {
+    crate::sys::mallctl_read_bool(c"opt.prof").unwrap_or(false)
+}
+
+/// Starts sampling from now on, one sample per `2^lg_sample` bytes on average: resets the
+/// profile's counters (`prof.reset`) and activates it (`prof.active`).
+///
+/// # Errors
+/// [`ProbeError::Profiling`] when jemalloc was started without profiling, with what to set.
+pub fn start(lg_sample: u32) -> Result<(), ProbeError> {
+    if !available() {
+        return Err(ProbeError::Profiling {
+            problem: "jemalloc was started without profiling (opt.prof is false)".into(),
+            fix: "build with leakcheck's `profiling` feature and start the process with \
+                  MALLOC_CONF=prof:true,prof_active:false, or put leakcheck::heap_profiling_ready!() \
+                  in the binary"
+                .into(),
+        });
+    }
+    let fail = |what: &str, e: tikv_jemalloc_ctl::Error| ProbeError::Profiling { problem: format!("{what}: {e}"), fix: String::new() };
+    crate::sys::mallctl_write(c"prof.reset", lg_sample as usize).map_err(|e| fail("prof.reset", e))?;
+    crate::sys::mallctl_write(c"prof.active", true).map_err(|e| fail("prof.active", e))
+}
+
+/// Stops sampling (`prof.active` false); what was sampled stays in the profile.
+pub fn stop() {
+    let _ = crate::sys::mallctl_write(c"prof.active", false);
+}
+
+/// Writes the current profile to `path` (`prof.dump`, jemalloc's `heap_v2` text).
+///
+/// # Errors
+/// [`ProbeError::Profiling`] when jemalloc refuses (profiling not started, the file cannot be
+/// written).
+pub fn dump(path: &Path) -> Result<(), ProbeError> {
+    let c = CString::new(path.as_os_str().as_encoded_bytes()).map_err(|_| ProbeError::Profiling {
+        problem: format!("the path {} has a NUL byte", path.display()),
+        fix: String::new(),
+    })?;
+    crate::sys::prof_dump(&c).map_err(|e| ProbeError::Profiling {
+        problem: format!("prof.dump to {}: {e}", path.display()),
+        fix: "check that the directory exists and is writable".into(),
+    })
+}
 
 /// One stack's sampled live allocations in a dump.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -222,6 +290,45 @@ pub fn resolve(address: u64) -> Vec<Frame> {
         frames.push(Frame { function: format!("{address:#x}"), ..Frame::default() });
     }
     frames
+}
+
+/// Allocator machinery at the inner end of every sampled stack: left out when a stack is named.
+const ALLOCATOR: [&str; 19] = [
+    "prof_", "je_", "_rjem_", "do_rallocx", "imalloc", "ialloc", "malloc", "calloc", "realloc", "posix_memalign",
+    "aligned_alloc", "operator new", "__rust_alloc", "__rust_realloc", "__rdl_", "__rg_", "alloc::alloc::",
+    "alloc::raw_vec::", "tikv_jemallocator",
+];
+
+/// Library frames between an allocation and the code that asked for it.
+const LIBRARY: [&str; 4] = ["alloc::", "core::", "std::", "hashbrown::"];
+
+/// Whether the code that asked for a stack's memory is leakcheck's own (its ledger, the harness's
+/// records and verdict): the first frame outside the allocator and the standard library, from the
+/// inner end, is in `leakcheck::`. Such growth is the tool's bookkeeping, which the byte signals
+/// subtract; it stays in the profile files but is not reported as the store's.
+pub fn is_leakcheck_bookkeeping(frames: &[String]) -> bool {
+    frames
+        .iter()
+        .map(|f| f.trim_start_matches('<'))
+        .find(|f| !ALLOCATOR.iter().chain(LIBRARY.iter()).any(|p| f.starts_with(p)))
+        .is_some_and(|f| f.starts_with("leakcheck::"))
+}
+
+/// A stack's frames, innermost first, named by `resolve`, with the allocator's own frames at the
+/// inner end left out (`function (file:line)` where debug info has them).
+pub fn named_frames(stack: &[u64], resolve: &dyn Fn(u64) -> Vec<Frame>) -> Vec<String> {
+    let frames: Vec<Frame> = stack.iter().flat_map(|a| resolve(*a)).collect();
+    let first = frames
+        .iter()
+        .position(|f| !ALLOCATOR.iter().any(|p| f.function.trim_start_matches('<').starts_with(p)))
+        .unwrap_or(0);
+    frames[first..]
+        .iter()
+        .map(|f| match (&f.file, f.line) {
+            (Some(file), Some(line)) => format!("{} ({file}:{line})", f.function),
+            _ => f.function.clone(),
+        })
+        .collect()
 }
 
 /// Folded stacks (`outer;...;inner bytes`, one line per stack, integer bytes), the input of flame

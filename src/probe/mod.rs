@@ -106,6 +106,14 @@ pub enum ProbeError {
         /// What is wrong with it.
         problem: String,
     },
+    /// jemalloc's heap profiler is unavailable or refused a command.
+    #[error("heap profiling: {problem}{}", if fix.is_empty() { String::new() } else { format!(" ({fix})") })]
+    Profiling {
+        /// What failed.
+        problem: String,
+        /// What to do about it, when known.
+        fix: String,
+    },
     /// A profile could not be compressed.
     #[error("cannot compress a profile: {0}")]
     Compress(#[source] std::io::Error),

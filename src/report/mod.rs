@@ -207,6 +207,18 @@ impl CycleSummary {
     }
 }
 
+/// A call stack of the heap's growth (from jemalloc's sampling profiler).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HeapStack {
+    /// Estimated live bytes added per cycle by allocations from this stack.
+    pub bytes_per_cycle: f64,
+    /// Sampled live objects added over the profiled cycles.
+    pub objects: i64,
+    /// The stack's functions, innermost first, allocator frames left out (`file:line` after a
+    /// name where debug info has it).
+    pub frames: Vec<String>,
+}
+
 /// A run's report (schema version [`SCHEMA_VERSION`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
@@ -245,6 +257,10 @@ pub struct RunReport {
     pub cycles_summary: CycleSummary,
     /// The ledger after the last cycle.
     pub ledger: LeakReport,
+    /// With `--profile`: the call stacks whose live bytes grew most between the end of the
+    /// warm-up and the end of the run (jemalloc's heap profile), most first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub heap_growth: Vec<HeapStack>,
 }
 
 impl RunReport {
@@ -274,6 +290,7 @@ impl RunReport {
             bytes_unavailable: verdict.bytes_unavailable.clone(),
             cycles_summary: summary,
             ledger,
+            heap_growth: Vec::new(),
         }
     }
 

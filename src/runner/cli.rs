@@ -73,6 +73,11 @@ pub struct RunArgs {
     /// Where the store's data lives (default: a temporary directory, removed afterwards).
     #[arg(long)]
     pub dir: Option<PathBuf>,
+    /// Profile the heap with jemalloc's sampler, one sample per 2^N bytes (default 19, 512 KiB),
+    /// and report the call stacks that grew; needs a build with the `profiling` feature, started
+    /// with profiling ready (see the README).
+    #[arg(long, value_name = "N", num_args = 0..=1, default_missing_value = "19")]
+    pub profile: Option<u32>,
     /// Print the report as JSON on stdout (progress goes to stderr).
     #[arg(long)]
     pub json: bool,
@@ -104,6 +109,7 @@ impl RunArgs {
             progress: !(self.json && mode == Mode::Check),
             interruptible: true,
             allocator_check: self.simulate_invisible_allocations.then_some(invisible as fn() -> Result<(), String>),
+            profile: self.profile,
         })
     }
 }

@@ -17,6 +17,7 @@
 //! `soak` runs for a duration or a number of cycles and keeps the report directory current.
 
 mod check;
+mod heap;
 #[cfg(feature = "cli")]
 pub mod cli;
 mod progress;
@@ -101,6 +102,13 @@ pub struct RunOptions {
     /// Replaces the check that native allocations are visible to jemalloc (the test suite uses
     /// it to prove a run without them ends inconclusive).
     pub allocator_check: Option<fn() -> Result<(), String>>,
+    /// Profile the heap (feature `profiling`): sample one allocation per `2^N` bytes from the
+    /// first cycle, dump jemalloc's profile after the warm-up and at the end, and report the call
+    /// stacks whose live bytes grew ([`RunReport::heap_growth`], and in the report directory
+    /// `heap-first.pb.gz`, `heap-last.pb.gz`, `heap-growth.folded`). jemalloc must have been
+    /// started with profiling (`leakcheck::heap_profiling_ready!()` in the binary, or
+    /// `MALLOC_CONF=prof:true,prof_active:false`).
+    pub profile: Option<u32>,
 }
 
 impl Default for RunOptions {
@@ -120,6 +128,7 @@ impl Default for RunOptions {
             progress: false,
             interruptible: false,
             allocator_check: None,
+            profile: None,
         }
     }
 }
@@ -188,6 +197,9 @@ pub enum RunError {
     /// The PNG plot could not be drawn.
     #[error("drawing plot.png: {0}")]
     Png(String),
+    /// `--profile`: the heap profiler is unavailable, or a profile could not be taken or read.
+    #[error("--profile: {0}")]
+    Profile(crate::probe::ProbeError),
 }
 
 fn invalid(option: &'static str, problem: impl Into<String>) -> RunError {
@@ -399,6 +411,10 @@ fn drive<L: Lifecycle>(store: &mut L, ledger: &Ledger, opts: &RunOptions, plan: 
         hc.allocator_check = check;
     }
     let analysis = hc.judged_analysis();
+    let mut heap = match opts.profile {
+        Some(lg) => Some(heap::HeapRun::start(lg, opts.report.as_deref(), analysis.warmup_cycles as u64)?),
+        None => None,
+    };
     let harness = Harness::new(hc);
 
     let total = (plan.cycles != u64::MAX).then_some(plan.cycles);
@@ -431,6 +447,12 @@ fn drive<L: Lifecycle>(store: &mut L, ledger: &Ledger, opts: &RunOptions, plan: 
                 slope.map_or("-".to_string(), |s| format!("{s:+.1} B/cycle"))
             )
         });
+        if let Some(h) = heap.as_mut() {
+            if let Err(e) = h.after_cycle(cycle) {
+                write_error = Some(e);
+                return ControlFlow::Break(());
+            }
+        }
         if stop.is_some_and(|s| s.load(Ordering::Relaxed)) {
             interrupted = true;
             return ControlFlow::Break(());
@@ -450,6 +472,9 @@ fn drive<L: Lifecycle>(store: &mut L, ledger: &Ledger, opts: &RunOptions, plan: 
     // The observer saw every cycle's full record: its summary is the run's, soak or check.
     let mut r = RunReport::new(settings, &h.verdict, summary, h.ledger.clone(), h.cycles_run, elapsed, true);
     r.interrupted = interrupted;
+    if let Some(heap) = heap {
+        r.heap_growth = heap.finish(h.cycles_run)?;
+    }
     if let Some(dir) = &opts.report {
         write_report(dir, &r, &h.samples, true)?;
     }

@@ -89,6 +89,13 @@ pub(crate) fn table(r: &RunReport) -> String {
             let _ = writeln!(out, "{}: inconclusive, about {n} more cycles needed", e.name);
         }
     }
+    if !r.heap_growth.is_empty() {
+        let _ = writeln!(out, "\nheap growth by call stack (jemalloc's heap profile, after the warm-up to the end):");
+        for g in r.heap_growth.iter().take(5) {
+            let shown: Vec<&str> = g.frames.iter().take(4).map(String::as_str).collect();
+            let _ = writeln!(out, "  {:>10} per cycle  {}", human_bytes(g.bytes_per_cycle), shown.join(" <- "));
+        }
+    }
     if let Some(rate) = &r.leak_rate {
         let _ = writeln!(
         out,

@@ -8,6 +8,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
+
+// jemalloc's heap profiler compiled in and ready, inactive until `--profile` turns it on.
+leakcheck::heap_profiling_ready!();
 use clap::{Args, Parser, Subcommand};
 use leak_tests::catalogs;
 use leak_tests::reference::{ReferenceConfig, ReferenceStore};

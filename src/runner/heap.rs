@@ -1,0 +1,103 @@
+//! `--profile`: jemalloc heap profiles around the measured cycles, and the stacks that grew.
+
+use std::path::{Path, PathBuf};
+
+use super::RunError;
+use crate::report::HeapStack;
+
+/// Stacks kept in the report.
+const TOP: usize = 10;
+
+/// A profiled run: profiling started before the first cycle, a first dump after the warm-up, a
+/// last one at the end. Dumps go to the report directory, else to a temporary one.
+#[derive(Debug)]
+pub(super) struct HeapRun {
+    dir: PathBuf,
+    keep_files: bool,
+    _scratch: Option<tempfile::TempDir>,
+    warmup: u64,
+    first_after: Option<u64>,
+}
+
+#[cfg(not(feature = "profiling"))]
+impl HeapRun {
+    pub(super) fn start(_lg: u32, _report: Option<&Path>, _warmup: u64) -> Result<Self, RunError> {
+        Err(super::invalid("--profile", "this build has no heap profiler (leakcheck's feature `profiling`)"))
+    }
+
+    pub(super) fn after_cycle(&mut self, _cycle: u64) -> Result<(), RunError> {
+        Ok(())
+    }
+
+    pub(super) fn finish(self, _cycles_run: u64) -> Result<Vec<HeapStack>, RunError> {
+        Ok(Vec::new())
+    }
+}
+
+#[cfg(feature = "profiling")]
+impl HeapRun {
+    pub(super) fn start(lg: u32, report: Option<&Path>, warmup: u64) -> Result<Self, RunError> {
+        if lg > 40 {
+            return Err(super::invalid("--profile", format!("{lg}: the sample interval is 2^N bytes, N at most 40")));
+        }
+        let (dir, keep_files, scratch) = match report {
+            Some(d) => (d.to_path_buf(), true, None),
+            None => {
+                let t = tempfile::Builder::new().prefix("leakcheck-heap").tempdir().map_err(|source| RunError::Dir {
+                    option: "temporary directory",
+                    path: std::env::temp_dir(),
+                    source,
+                })?;
+                (t.path().to_path_buf(), false, Some(t))
+            }
+        };
+        crate::probe::heap::start(lg).map_err(RunError::Profile)?;
+        Ok(HeapRun { dir, keep_files, _scratch: scratch, warmup: warmup.max(1), first_after: None })
+    }
+
+    /// After `cycles` cycles: the first dump once the warm-up is over. Only the file is written
+    /// now; it is read at the end, so that nothing the profile holds stays in memory during the
+    /// measured cycles.
+    pub(super) fn after_cycle(&mut self, cycles: u64) -> Result<(), RunError> {
+        if self.first_after.is_none() && cycles >= self.warmup {
+            crate::probe::heap::dump(&self.dir.join("heap-first.prof")).map_err(RunError::Profile)?;
+            self.first_after = Some(cycles);
+        }
+        Ok(())
+    }
+
+    /// The last dump, the growth per stack, and the files: `heap-first.pb.gz`, `heap-last.pb.gz`
+    /// (pprof; `pprof -base heap-first.pb.gz heap-last.pb.gz`), `heap-growth.folded`.
+    pub(super) fn finish(self, cycles_run: u64) -> Result<Vec<HeapStack>, RunError> {
+        use crate::probe::heap::{self, HeapProfile};
+        let Some(first_after) = self.first_after else {
+            heap::stop();
+            return Ok(Vec::new()); // the run ended within the warm-up
+        };
+        let last_path = self.dir.join("heap-last.prof");
+        heap::dump(&last_path).map_err(RunError::Profile)?;
+        heap::stop();
+        let read = |p: &Path| -> Result<HeapProfile, RunError> {
+            let text = std::fs::read_to_string(p).map_err(|source| RunError::Dir { option: "--profile", path: p.to_path_buf(), source })?;
+            HeapProfile::parse(&text).map_err(RunError::Profile)
+        };
+        let first = read(&self.dir.join("heap-first.prof"))?;
+        let last = read(&last_path)?;
+        let growth = last.growth_since(&first, cycles_run.saturating_sub(first_after).max(1));
+        let resolve = heap::resolve;
+        if self.keep_files {
+            let write = |name: &str, data: &[u8]| {
+                std::fs::write(self.dir.join(name), data).map_err(|source| RunError::Dir { option: "--report", path: self.dir.join(name), source })
+            };
+            write("heap-first.pb.gz", &first.to_pprof(&resolve).map_err(RunError::Profile)?)?;
+            write("heap-last.pb.gz", &last.to_pprof(&resolve).map_err(RunError::Profile)?)?;
+            write("heap-growth.folded", heap::folded(&growth, &resolve).as_bytes())?;
+        }
+        Ok(growth
+            .iter()
+            .map(|g| HeapStack { bytes_per_cycle: g.bytes_per_cycle, objects: g.objects, frames: heap::named_frames(&g.stack, &resolve) })
+            .filter(|s| !heap::is_leakcheck_bookkeeping(&s.frames))
+            .take(TOP)
+            .collect())
+    }
+}
