@@ -1,15 +1,24 @@
 //! `--profile`: jemalloc heap profiles around the measured cycles, and the stacks that grew.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
+#[cfg(feature = "profiling")]
+use std::path::PathBuf;
 
 use super::RunError;
 use crate::report::HeapStack;
 
 /// Stacks kept in the report.
+#[cfg(feature = "profiling")]
 const TOP: usize = 10;
+
+/// Without the heap profiler, `--profile` is refused: no run is ever profiled.
+#[cfg(not(feature = "profiling"))]
+#[derive(Debug)]
+pub(super) struct HeapRun(std::convert::Infallible);
 
 /// A profiled run: profiling started before the first cycle, a first dump after the warm-up, a
 /// last one at the end. Dumps go to the report directory, else to a temporary one.
+#[cfg(feature = "profiling")]
 #[derive(Debug)]
 pub(super) struct HeapRun {
     dir: PathBuf,
@@ -26,11 +35,11 @@ impl HeapRun {
     }
 
     pub(super) fn after_cycle(&mut self, _cycle: u64) -> Result<(), RunError> {
-        Ok(())
+        match self.0 {}
     }
 
     pub(super) fn finish(self, _cycles_run: u64) -> Result<Vec<HeapStack>, RunError> {
-        Ok(Vec::new())
+        match self.0 {}
     }
 }
 
