@@ -276,7 +276,7 @@ fn profile_names_the_stack_of_a_raw_leak() {
         .find(|g| g.frames.first().is_some_and(|f| f.contains("ReferenceStore")))
         .unwrap_or_else(|| panic!("no top-3 stack starts in the reference store: {:#?}", r.heap_growth));
     assert!((2048.0..8192.0).contains(&planted.bytes_per_cycle), "about 4 KiB per cycle: {planted:?}");
-    for f in ["heap-first.pb.gz", "heap-last.pb.gz", "heap-growth.folded"] {
+    for f in ["heap-first.pb.gz", "heap-last.pb.gz", "heap-growth.folded", "heap-growth.svg"] {
         assert!(rep.join(f).metadata().is_ok_and(|m| m.len() > 20), "{f} missing");
     }
 }

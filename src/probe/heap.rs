@@ -347,6 +347,73 @@ pub fn folded(growth: &[StackGrowth], resolve: &dyn Fn(u64) -> Vec<Frame>) -> St
     out
 }
 
+/// Text for SVG: markup characters escaped.
+fn esc(t: &str) -> String {
+    t.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+}
+
+/// A flame graph of the growth (SVG): one box per function on a stack, as wide as the bytes that
+/// grew through it, callers below callees; hovering a box shows its name and bytes per cycle.
+pub fn flame_svg(growth: &[StackGrowth], resolve: &dyn Fn(u64) -> Vec<Frame>, title: &str) -> String {
+    #[derive(Default)]
+    struct Node {
+        bytes: f64,
+        per_cycle: f64,
+        children: BTreeMap<String, Node>,
+    }
+    let mut root = Node::default();
+    let mut depth_max = 0;
+    for g in growth {
+        let names: Vec<String> =
+            g.stack.iter().rev().flat_map(|a| resolve(*a).into_iter().rev().map(|f| f.function)).collect();
+        depth_max = depth_max.max(names.len());
+        root.bytes += g.bytes;
+        root.per_cycle += g.bytes_per_cycle;
+        let mut node = &mut root;
+        for n in names {
+            node = node.children.entry(n).or_default();
+            node.bytes += g.bytes;
+            node.per_cycle += g.bytes_per_cycle;
+        }
+    }
+    const WIDTH: f64 = 1200.0;
+    const ROW: f64 = 16.0;
+    let height = (depth_max as f64 + 3.0) * ROW;
+    let mut out = format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{WIDTH}\" height=\"{height}\" font-family=\"monospace\" font-size=\"11\">\n\
+         <text x=\"4\" y=\"12\">{}</text>\n",
+        esc(title)
+    );
+    fn draw(out: &mut String, node: &Node, name: &str, x: f64, width: f64, depth: usize, height: f64) {
+        if width < 0.5 {
+            return;
+        }
+        let y = height - (depth as f64 + 1.0) * ROW;
+        let hue = name.bytes().fold(0u32, |h, b| h.wrapping_mul(31).wrapping_add(u32::from(b))) % 60;
+        out.push_str(&format!(
+            "<g><title>{} ({:.0} B per cycle)</title><rect x=\"{x:.1}\" y=\"{y:.1}\" width=\"{width:.1}\" height=\"{:.1}\" fill=\"hsl({hue},80%,60%)\" stroke=\"white\"/>",
+            esc(name),
+            node.per_cycle,
+            ROW - 1.0
+        ));
+        let chars = ((width - 4.0) / 7.0).floor() as usize;
+        if chars >= 3 {
+            let label: String = if name.chars().count() > chars { name.chars().take(chars.saturating_sub(2)).chain("..".chars()).collect() } else { name.to_string() };
+            out.push_str(&format!("<text x=\"{:.1}\" y=\"{:.1}\">{}</text>", x + 2.0, y + ROW - 4.0, esc(&label)));
+        }
+        out.push_str("</g>\n");
+        let mut cx = x;
+        for (child, c) in &node.children {
+            let w = if node.bytes > 0.0 { width * c.bytes / node.bytes } else { 0.0 };
+            draw(out, c, child, cx, w, depth + 1, height);
+            cx += w;
+        }
+    }
+    draw(&mut out, &root, "all growth", 0.0, WIDTH, 0, height);
+    out.push_str("</svg>\n");
+    out
+}
+
 /// pprof's tables, built as samples are added.
 #[derive(Default)]
 struct Pprof {
@@ -546,6 +613,28 @@ MAPPED_LIBRARIES:
         let text = folded(&late.growth_since(&early, 1), &names);
         let first = text.lines().next().expect("a line");
         assert!(first.starts_with("f30;f20;f10 "), "{text}");
+    }
+
+    #[test]
+    fn the_flame_graph_draws_each_function_as_wide_as_its_growth() {
+        let early = HeapProfile::parse(EARLY).expect("early");
+        let late = HeapProfile::parse(LATE).expect("late");
+        let growth = late.growth_since(&early, 10);
+        let svg = flame_svg(&growth, &names, "growth <test>");
+        assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
+        assert!(svg.contains("growth &lt;test&gt;"), "the title is escaped");
+        // f30 is the outermost frame of every growing stack: full width, one row above the root.
+        assert!(svg.contains("<title>f30 ("), "{svg}");
+        let width_of = |name: &str| -> f64 {
+            let at = svg.find(&format!("<title>{name} (")).expect(name);
+            let w = &svg[at..];
+            let w = &w[w.find("width=\"").expect("width") + 7..];
+            w[..w.find('"').expect("quote")].parse().expect("a number")
+        };
+        assert!((width_of("f30") - 1200.0).abs() < 0.2);
+        let (big, small) = (width_of("f10"), width_of("f12"));
+        let want = growth[0].bytes / growth[1].bytes;
+        assert!(((big / small) / want - 1.0).abs() < 0.01, "{big} / {small} against {want}");
     }
 
     #[test]

@@ -73,6 +73,16 @@ impl<L: Lifecycle> Check<'_, L> {
         self
     }
 
+    /// Profile the heap, one sample per `2^lg_sample` bytes (19 is jemalloc's default), and
+    /// report the call stacks that grew ([`RunOptions::profile`]). Needs leakcheck's `profiling`
+    /// feature and a test binary started with the profiler ready
+    /// (`leakcheck::heap_profiling_ready!()` in the test file, or
+    /// `MALLOC_CONF=prof:true,prof_active:false`).
+    pub fn profile(mut self, lg_sample: u32) -> Self {
+        self.options.profile = Some(lg_sample);
+        self
+    }
+
     /// Also write the report directory (report.json, samples.csv, plots) here.
     pub fn report(mut self, dir: impl Into<PathBuf>) -> Self {
         self.options.report = Some(dir.into());

@@ -76,7 +76,8 @@ impl HeapRun {
     }
 
     /// The last dump, the growth per stack, and the files: `heap-first.pb.gz`, `heap-last.pb.gz`
-    /// (pprof; `pprof -base heap-first.pb.gz heap-last.pb.gz`), `heap-growth.folded`.
+    /// (pprof; `pprof -base heap-first.pb.gz heap-last.pb.gz`), `heap-growth.folded` and the flame
+    /// graph `heap-growth.svg`.
     pub(super) fn finish(self, cycles_run: u64) -> Result<Vec<HeapStack>, RunError> {
         use crate::probe::heap::{self, HeapProfile};
         let Some(first_after) = self.first_after else {
@@ -101,6 +102,8 @@ impl HeapRun {
             write("heap-first.pb.gz", &first.to_pprof(&resolve).map_err(RunError::Profile)?)?;
             write("heap-last.pb.gz", &last.to_pprof(&resolve).map_err(RunError::Profile)?)?;
             write("heap-growth.folded", heap::folded(&growth, &resolve).as_bytes())?;
+            let title = format!("heap growth, cycles {first_after} to {cycles_run} (all stacks, leakcheck's own included)");
+            write("heap-growth.svg", heap::flame_svg(&growth, &resolve, &title).as_bytes())?;
         }
         Ok(growth
             .iter()
