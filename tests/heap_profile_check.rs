@@ -5,7 +5,7 @@
 
 use leak_tests::fresh::FreshDbLoop;
 use leak_tests::planted::PlantedMalloc;
-use leakcheck::{Ledger, Verdict};
+use leakcheck::Ledger;
 
 #[global_allocator]
 static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
@@ -24,8 +24,9 @@ fn a_profiled_check_names_the_stack_of_a_raw_leak() {
         .profile(12)
         .run()
         .expect("run");
+    // The stacks are the property here, not the verdict: at a fine rate the profiler's own
+    // records move the byte signals (see the README), so a 60-cycle verdict may stay open.
     let r = &outcome.report;
-    assert_eq!(r.verdict, Verdict::Leak, "{}", outcome.table());
     let top = r.heap_growth.first().unwrap_or_else(|| panic!("no stack grew:\n{}", outcome.table()));
     assert!(top.frames.iter().take(2).any(|f| f.contains("PlantedMalloc")), "{:#?}", r.heap_growth);
     assert!((2048.0..8192.0).contains(&top.bytes_per_cycle), "{top:?}");

@@ -16,7 +16,7 @@ const TOP: usize = 10;
 #[derive(Debug)]
 pub(super) struct HeapRun(std::convert::Infallible);
 
-/// A profiled run: profiling started before the first cycle, a first dump after the warm-up, a
+/// A profiled run: sampling from the end of the first cycle, a first dump after the warm-up, a
 /// last one at the end. Dumps go to the report directory, else to a temporary one.
 #[cfg(feature = "profiling")]
 #[derive(Debug)]
@@ -24,6 +24,7 @@ pub(super) struct HeapRun {
     dir: PathBuf,
     keep_files: bool,
     _scratch: Option<tempfile::TempDir>,
+    lg: u32,
     warmup: u64,
     first_after: Option<u64>,
 }
@@ -60,14 +61,21 @@ impl HeapRun {
                 (t.path().to_path_buf(), false, Some(t))
             }
         };
-        crate::probe::heap::start(lg).map_err(RunError::Profile)?;
-        Ok(HeapRun { dir, keep_files, _scratch: scratch, warmup: warmup.max(1), first_after: None })
+        if !crate::probe::heap::available() {
+            // The same error `start` gives, before any cycle runs.
+            crate::probe::heap::start(lg).map_err(RunError::Profile)?;
+        }
+        Ok(HeapRun { dir, keep_files, _scratch: scratch, lg, warmup: warmup.max(2), first_after: None })
     }
 
-    /// After `cycles` cycles: the first dump once the warm-up is over. Only the file is written
-    /// now; it is read at the end, so that nothing the profile holds stays in memory during the
-    /// measured cycles.
+    /// After `cycles` cycles: sampling starts after the first cycle (the run's check that native
+    /// allocations are visible to jemalloc comes before it, undisturbed by sampling), and the
+    /// first dump is taken once the warm-up is over. Only the file is written now; it is read at
+    /// the end, so that nothing the profile holds stays in memory during the measured cycles.
     pub(super) fn after_cycle(&mut self, cycles: u64) -> Result<(), RunError> {
+        if cycles == 1 {
+            crate::probe::heap::start(self.lg).map_err(RunError::Profile)?;
+        }
         if self.first_after.is_none() && cycles >= self.warmup {
             crate::probe::heap::dump(&self.dir.join("heap-first.prof")).map_err(RunError::Profile)?;
             self.first_after = Some(cycles);

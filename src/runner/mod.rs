@@ -103,7 +103,7 @@ pub struct RunOptions {
     /// it to prove a run without them ends inconclusive).
     pub allocator_check: Option<fn() -> Result<(), String>>,
     /// Profile the heap (feature `profiling`): sample one allocation per `2^N` bytes from the
-    /// first cycle, dump jemalloc's profile after the warm-up and at the end, and report the call
+    /// end of the first cycle, dump jemalloc's profile after the warm-up and at the end, and report the call
     /// stacks whose live bytes grew ([`RunReport::heap_growth`], and in the report directory
     /// `heap-first.pb.gz`, `heap-last.pb.gz`, `heap-growth.folded`). jemalloc must have been
     /// started with profiling (`leakcheck::heap_profiling_ready!()` in the binary, or
