@@ -48,6 +48,17 @@ pub fn available() -> bool {
 /// # Errors
 /// [`ProbeError::Profiling`] when jemalloc was started without profiling, with what to set.
 pub fn start(lg_sample: u32) -> Result<(), ProbeError> {
+    require_available()?;
+    let fail = |what: &str, e: tikv_jemalloc_ctl::Error| ProbeError::Profiling { problem: format!("{what}: {e}"), fix: String::new() };
+    crate::sys::mallctl_write(c"prof.reset", lg_sample as usize).map_err(|e| fail("prof.reset", e))?;
+    crate::sys::mallctl_write(c"prof.active", true).map_err(|e| fail("prof.active", e))
+}
+
+/// [`available`], as an error that says what to set when it is not.
+///
+/// # Errors
+/// [`ProbeError::Profiling`] when jemalloc was started without profiling.
+pub fn require_available() -> Result<(), ProbeError> {
     if !available() {
         return Err(ProbeError::Profiling {
             problem: "jemalloc was started without profiling (opt.prof is false)".into(),
@@ -57,9 +68,7 @@ pub fn start(lg_sample: u32) -> Result<(), ProbeError> {
                 .into(),
         });
     }
-    let fail = |what: &str, e: tikv_jemalloc_ctl::Error| ProbeError::Profiling { problem: format!("{what}: {e}"), fix: String::new() };
-    crate::sys::mallctl_write(c"prof.reset", lg_sample as usize).map_err(|e| fail("prof.reset", e))?;
-    crate::sys::mallctl_write(c"prof.active", true).map_err(|e| fail("prof.active", e))
+    Ok(())
 }
 
 /// Stops sampling (`prof.active` false); what was sampled stays in the profile.

@@ -61,10 +61,7 @@ impl HeapRun {
                 (t.path().to_path_buf(), false, Some(t))
             }
         };
-        if !crate::probe::heap::available() {
-            // The same error `start` gives, before any cycle runs.
-            crate::probe::heap::start(lg).map_err(RunError::Profile)?;
-        }
+        crate::probe::heap::require_available().map_err(RunError::Profile)?;
         Ok(HeapRun { dir, keep_files, _scratch: scratch, lg, warmup: warmup.max(2), first_after: None })
     }
 

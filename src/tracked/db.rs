@@ -124,10 +124,7 @@ impl<T: ThreadMode> TrackedDb<T> {
         cfs: impl IntoIterator<Item = TrackedCfDescriptor>,
         ttl: Duration,
     ) -> Result<Self, rocksdb::Error> {
-        let site = Location::caller();
-        let (raw, kept) = split_descriptors(cfs);
-        let inner = Db::<T>::open_cf_descriptors_with_ttl(&opts.inner, path, raw, ttl)?;
-        Ok(Self::wrap(inner, opts, kept, false, site))
+        Self::with_descriptors(opts, cfs, false, Location::caller(), |raw| Db::<T>::open_cf_descriptors_with_ttl(&opts.inner, path, raw, ttl))
     }
 
     /// Opens a secondary instance of the DB at `primary_path` (`DB::open_as_secondary`), keeping
@@ -158,10 +155,7 @@ impl<T: ThreadMode> TrackedDb<T> {
         secondary_path: impl AsRef<Path>,
         cfs: impl IntoIterator<Item = TrackedCfDescriptor>,
     ) -> Result<Self, rocksdb::Error> {
-        let site = Location::caller();
-        let (raw, kept) = split_descriptors(cfs);
-        let inner = Db::<T>::open_cf_descriptors_as_secondary(&opts.inner, primary_path.as_ref(), secondary_path.as_ref(), raw)?;
-        Ok(Self::wrap(inner, opts, kept, true, site))
+        Self::with_descriptors(opts, cfs, true, Location::caller(), |raw| Db::<T>::open_cf_descriptors_as_secondary(&opts.inner, primary_path.as_ref(), secondary_path.as_ref(), raw))
     }
 
     /// Opens a DB with the given column families (the default one is added when missing).
@@ -175,10 +169,7 @@ impl<T: ThreadMode> TrackedDb<T> {
         path: impl AsRef<Path>,
         cfs: impl IntoIterator<Item = TrackedCfDescriptor>,
     ) -> Result<Self, rocksdb::Error> {
-        let site = Location::caller();
-        let (raw, kept) = split_descriptors(cfs);
-        let inner = Db::<T>::open_cf_descriptors(&opts.inner, path, raw)?;
-        Ok(Self::wrap(inner, opts, kept, false, site))
+        Self::with_descriptors(opts, cfs, false, Location::caller(), |raw| Db::<T>::open_cf_descriptors(&opts.inner, path, raw))
     }
 
     /// Opens a DB read-only with the given column families.
@@ -192,10 +183,21 @@ impl<T: ThreadMode> TrackedDb<T> {
         cfs: impl IntoIterator<Item = TrackedCfDescriptor>,
         error_if_log_file_exist: bool,
     ) -> Result<Self, rocksdb::Error> {
-        let site = Location::caller();
+        Self::with_descriptors(opts, cfs, true, Location::caller(), |raw| Db::<T>::open_cf_descriptors_read_only(&opts.inner, path, raw, error_if_log_file_exist))
+    }
+
+    /// Opens through `open` with the descriptors' native halves; the tracked halves are kept by
+    /// the DB (or released when the open fails).
+    fn with_descriptors(
+        opts: &TrackedOptions,
+        cfs: impl IntoIterator<Item = TrackedCfDescriptor>,
+        read_only: bool,
+        site: &'static Location<'static>,
+        open: impl FnOnce(Vec<ColumnFamilyDescriptor>) -> Result<Db<T>, rocksdb::Error>,
+    ) -> Result<Self, rocksdb::Error> {
         let (raw, kept) = split_descriptors(cfs);
-        let inner = Db::<T>::open_cf_descriptors_read_only(&opts.inner, path, raw, error_if_log_file_exist)?;
-        Ok(Self::wrap(inner, opts, kept, true, site))
+        let inner = open(raw)?;
+        Ok(Self::wrap(inner, opts, kept, read_only, site))
     }
 
     fn wrap(
