@@ -267,7 +267,9 @@ fn profile_names_the_stack_of_a_raw_leak() {
     let rep_s = rep.to_str().expect("utf-8 path");
     let args = ["check", "--plant", "raw-malloc-per-cycle", "--cycles", "100", "--max-cycles", "100", "--profile", "14", "--json", "--report", rep_s];
     let out = leakcheck(&args);
-    assert_eq!(code(&out), 1, "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    // The stacks are the property here. Sampling at 2^14 moves the byte signals (README), so
+    // beside other tests 100 cycles may end inconclusive (3) rather than leak (1); never clean.
+    assert!(matches!(code(&out), 1 | 3), "exit {}; stderr: {}", code(&out), String::from_utf8_lossy(&out.stderr));
     let r: RunReport = serde_json::from_slice(&out.stdout).expect("stdout is JSON");
     let planted = r
         .heap_growth
