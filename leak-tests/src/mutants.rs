@@ -44,12 +44,17 @@ pub struct Mutant {
     /// The fewest cycles it runs (a leak only at a realistic fault rate runs as long as `check`
     /// does: at 100 cycles its bytes are decided in some runs and not in others).
     pub min_cycles: u64,
+    /// For a leak only the bytes can see: a function that one of the top three call stacks of the
+    /// heap's growth (`check --profile`) must name. The planting function, or for memory pinned
+    /// by a leaked object the function whose calls allocated it (a leaked iterator keeps the
+    /// memtables the task's writes filled; its own few KiB rank lower).
+    pub heap_stack: Option<&'static str>,
 }
 
 /// The reference store and the twelve leak classes (the first split in two: through the tracked
 /// wrappers, and through raw librocksdb-sys where only the bytes can tell).
 pub const CATALOG: [Mutant; 18] = [
-    Mutant { name: "reference", variant: Variant::Correct, description: "the reference store, nothing planted", expected: &[], invisible_to: &[], plan: PLAN, min_cycles: 0 },
+    Mutant { name: "reference", variant: Variant::Correct, description: "the reference store, nothing planted", expected: &[], invisible_to: &[], plan: PLAN, min_cycles: 0, heap_stack: None },
     Mutant {
         name: "offsets-options-tracked",
         variant: Variant::OffsetsOptionsUnownedTracked,
@@ -58,6 +63,7 @@ pub const CATALOG: [Mutant; 18] = [
         invisible_to: &[],
         plan: PLAN,
         min_cycles: 0,
+        heap_stack: None,
     },
     Mutant {
         name: "offsets-options-raw",
@@ -67,6 +73,7 @@ pub const CATALOG: [Mutant; 18] = [
         invisible_to: &[Class::Handles],
         plan: PLAN,
         min_cycles: 0,
+        heap_stack: Some("ReferenceStore::offsets_options"),
     },
     Mutant {
         name: "marker-failure-skips-release",
@@ -76,6 +83,7 @@ pub const CATALOG: [Mutant; 18] = [
         invisible_to: &[],
         plan: PLAN,
         min_cycles: 0,
+        heap_stack: None,
     },
     Mutant {
         name: "migrating-releases-first-only",
@@ -85,6 +93,7 @@ pub const CATALOG: [Mutant; 18] = [
         invisible_to: &[],
         plan: PLAN,
         min_cycles: 0,
+        heap_stack: None,
     },
     Mutant {
         name: "open-failure-leaks-options",
@@ -94,6 +103,7 @@ pub const CATALOG: [Mutant; 18] = [
         invisible_to: &[],
         plan: PLAN,
         min_cycles: 0,
+        heap_stack: None,
     },
     Mutant {
         name: "scan-iterator-leak",
@@ -103,6 +113,7 @@ pub const CATALOG: [Mutant; 18] = [
         invisible_to: &[],
         plan: PLAN,
         min_cycles: 0,
+        heap_stack: None,
     },
     Mutant {
         name: "segment-never-closed",
@@ -112,6 +123,7 @@ pub const CATALOG: [Mutant; 18] = [
         invisible_to: &[],
         plan: PLAN,
         min_cycles: 0,
+        heap_stack: None,
     },
     Mutant {
         name: "private-cache-per-segment",
@@ -121,6 +133,7 @@ pub const CATALOG: [Mutant; 18] = [
         invisible_to: &[],
         plan: PLAN,
         min_cycles: 0,
+        heap_stack: None,
     },
     Mutant {
         name: "shared-cache-declared-per-open",
@@ -130,6 +143,7 @@ pub const CATALOG: [Mutant; 18] = [
         invisible_to: &[],
         plan: PLAN,
         min_cycles: 0,
+        heap_stack: None,
     },
     Mutant {
         name: "unpruned-registry",
@@ -139,6 +153,7 @@ pub const CATALOG: [Mutant; 18] = [
         invisible_to: &[],
         plan: PLAN,
         min_cycles: 0,
+        heap_stack: None,
     },
     Mutant {
         name: "swallowed-close-error",
@@ -148,6 +163,7 @@ pub const CATALOG: [Mutant; 18] = [
         invisible_to: &[Class::Handles],
         plan: PLAN,
         min_cycles: 0,
+        heap_stack: None,
     },
     Mutant {
         name: "commit-before-write",
@@ -157,6 +173,7 @@ pub const CATALOG: [Mutant; 18] = [
         invisible_to: &[Class::Handles, Class::Bytes],
         plan: PLAN,
         min_cycles: 0,
+        heap_stack: None,
     },
     Mutant {
         name: "restore-drops-batch",
@@ -166,6 +183,7 @@ pub const CATALOG: [Mutant; 18] = [
         invisible_to: &[Class::Handles, Class::Bytes],
         plan: PLAN,
         min_cycles: 0,
+        heap_stack: None,
     },
     Mutant {
         name: "raw-malloc-per-cycle",
@@ -175,6 +193,7 @@ pub const CATALOG: [Mutant; 18] = [
         invisible_to: &[Class::Handles],
         plan: PLAN,
         min_cycles: 0,
+        heap_stack: Some("<leak_tests::reference::ReferenceStore as leakcheck::harness::Lifecycle>::open"),
     },
     Mutant {
         name: "marker-failure-leaks-bytes",
@@ -184,6 +203,7 @@ pub const CATALOG: [Mutant; 18] = [
         invisible_to: &[Class::Handles],
         plan: DEFAULT_CHECK_PLAN,
         min_cycles: crate::clean::CHECK_CYCLES,
+        heap_stack: Some("ReferenceStore::close_segment"),
     },
     Mutant {
         name: "cache-charged-db-never-closed",
@@ -193,6 +213,7 @@ pub const CATALOG: [Mutant; 18] = [
         invisible_to: &[Class::Handles],
         plan: PLAN,
         min_cycles: 0,
+        heap_stack: Some("ReferenceStore::open_side_db"),
     },
     Mutant {
         name: "cache-pinning-iterator-leak",
@@ -202,6 +223,7 @@ pub const CATALOG: [Mutant; 18] = [
         invisible_to: &[Class::Handles],
         plan: PLAN,
         min_cycles: 0,
+        heap_stack: Some("ReferenceStore::work_task"),
     },
 ];
 

@@ -4,14 +4,19 @@
 //! from the source) where the signal has one, and the
 //! reference store is not flagged under the same fault plan; every store of the clean catalog,
 //! unlike the reference store and not used to tune the detector, comes out `Clean` (not merely
-//! "not a leak") as `leakcheck check` runs it, for each seed.
+//! "not a leak") as `leakcheck check` runs it, for each seed. And the heap profile names where
+//! each leak only the bytes see was allocated: `leakcheck check --plant NAME --profile`, one of
+//! the top three stacks of the growth through the catalog's function, its growth proven above the
+//! byte tolerance by the samples; the reference store's stacks prove no growth above it.
 
 use std::collections::BTreeMap;
 use std::process::Command;
 use std::sync::Mutex;
 
 use leak_tests::clean::{CleanOutcome, CLEAN_CATALOG};
-use leak_tests::mutants::{MutantOutcome, CATALOG};
+use leak_tests::mutants::{Mutant, MutantOutcome, CATALOG, PLAN};
+use leakcheck::report::RunReport;
+use leakcheck::verdict::Tolerances;
 use leakcheck::{Class, Signal, Verdict};
 
 /// Seeds of each clean store's fault plan run here. `leakcheck mutants --clean-seeds 20` runs
@@ -20,6 +25,12 @@ const CLEAN_SEEDS: [u64; 2] = [0, 1];
 
 const CYCLES: &str = "100";
 const STORE_PATH: &str = "leak-tests/src/reference.rs";
+
+/// Heap profiles: one sample per 2^12 bytes over 60 cycles, so that a leak of a few KiB per
+/// cycle is sampled tens of times (the default 2^19 needs hundreds of cycles: README). Sampling
+/// this fine moves the byte signals, so these runs are asked for stacks, not verdicts.
+const PROFILE_LG: &str = "12";
+const PROFILE_CYCLES: &str = "60";
 
 /// Whether a ledger site (`file:line:column`) is the line a planted leak recorded (`file:line`,
 /// `planted!` in the store's code), so no source text is read.
@@ -36,6 +47,18 @@ fn run_clean(name: &str, seed: u64) -> CleanOutcome {
 enum Job {
     Variant(&'static str),
     Clean(&'static str, u64),
+    Profile(&'static Mutant),
+}
+
+/// `leakcheck check --plant NAME --profile` (no `--plant` for the reference store), its report.
+fn run_profiled(m: &Mutant) -> RunReport {
+    let mut args = vec!["check", "--faults", PLAN, "--cycles", PROFILE_CYCLES, "--max-cycles", PROFILE_CYCLES, "--profile", PROFILE_LG, "--json"];
+    if m.name != "reference" {
+        args.extend(["--plant", m.name]);
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_leakcheck")).args(&args).output().expect("spawn leakcheck");
+    assert!(matches!(out.status.code(), Some(0 | 1 | 3)), "{}: {:?}: {}", m.name, out.status, String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{}: {e}: {}", m.name, String::from_utf8_lossy(&out.stderr)))
 }
 
 fn run(name: &str) -> MutantOutcome {
@@ -49,12 +72,14 @@ fn every_variant_is_caught_and_every_clean_store_is_clean() {
     // Two at a time: each is its own process, so their process-wide signals do not mix. The
     // longest jobs (the clean stores) first, so the two workers finish together.
     let mut jobs: Vec<Job> = CATALOG.iter().map(|m| Job::Variant(m.name)).collect();
+    jobs.extend(CATALOG.iter().filter(|m| m.heap_stack.is_some() || m.expected.is_empty()).map(Job::Profile));
     for seed in CLEAN_SEEDS {
         jobs.extend(CLEAN_CATALOG.iter().map(|c| Job::Clean(c.name, seed)));
     }
     let queue = Mutex::new(jobs);
     let results = Mutex::new(BTreeMap::new());
     let clean = Mutex::new(Vec::new());
+    let profiles = Mutex::new(BTreeMap::new());
     std::thread::scope(|s| {
         for _ in 0..2 {
             s.spawn(|| loop {
@@ -68,12 +93,17 @@ fn every_variant_is_caught_and_every_clean_store_is_clean() {
                         let outcome = run_clean(name, seed);
                         clean.lock().expect("clean").push(outcome);
                     }
+                    Job::Profile(m) => {
+                        let report = run_profiled(m);
+                        profiles.lock().expect("profiles").insert(m.name, report);
+                    }
                 }
             });
         }
     });
     let results = results.into_inner().expect("results");
     let mut clean = clean.into_inner().expect("clean");
+    let profiles = profiles.into_inner().expect("profiles");
     clean.sort_by(|a, b| (&a.store, a.seed).cmp(&(&b.store, b.seed)));
 
     println!("{:<32} {:<9} {:>8} {:>7}  signals", "variant", "detected", "seconds", "cycles");
@@ -102,6 +132,22 @@ fn every_variant_is_caught_and_every_clean_store_is_clean() {
             o.bytes_per_cycle.map_or("-".to_string(), |[s, l, u]| format!("{s:.0} [{l:.0}, {u:.0}]")),
             o.leaking.iter().chain(&o.inconclusive).chain(&o.warnings).cloned().collect::<Vec<_>>().join(",")
         );
+    }
+    let tolerance = Tolerances::default().allocated_bytes_per_cycle;
+    println!("\n{:<32} {:>12} {:>12} {:>7}  top stacks of the heap's growth (2^{PROFILE_LG} sampling, {PROFILE_CYCLES} cycles)", "variant", "bytes/cycle", ">= (95%)", "samples");
+    for (name, r) in &profiles {
+        for g in r.heap_growth.iter().take(3) {
+            let ours = g.frames.iter().find(|f| f.contains("leak_tests::")).or(g.frames.first());
+            println!(
+                "{:<32} {:>12.0} {:>12.0} {:>7}  {} <- .. {}",
+                name,
+                g.bytes_per_cycle,
+                g.lower_bytes_per_cycle,
+                g.objects,
+                g.frames.first().map_or("", |f| f.split(" (").next().unwrap_or(f)),
+                ours.map_or("", |f| f.split(" (").next().unwrap_or(f))
+            );
+        }
     }
     let planted = CATALOG.iter().filter(|m| !m.expected.is_empty()).count();
     let caught = CATALOG.iter().filter(|m| !m.expected.is_empty() && results[m.name].detected).count();
@@ -161,5 +207,25 @@ fn every_variant_is_caught_and_every_clean_store_is_clean() {
     // Owner paths name the task and segment the leaked handles belonged to.
     for name in ["marker-failure-skips-release", "segment-never-closed", "open-failure-leaks-options"] {
         assert!(results[name].owners.iter().any(|o| o.starts_with("task 0_") && o.contains("segment")), "{name}: {:?}", results[name].owners);
+    }
+    // Where only the bytes see a leak, the heap profile names it: a top-three stack of the growth
+    // through the catalog's function, proven above the byte tolerance by its samples; and the
+    // reference store proves no stack above it.
+    for m in &CATALOG {
+        if m.expected == [Class::Bytes] {
+            assert!(m.heap_stack.is_some(), "{}: a leak only the bytes see must name its heap stack in the catalog", m.name);
+        }
+        let Some(r) = profiles.get(m.name) else { continue };
+        match m.heap_stack {
+            Some(function) => {
+                let named = r.heap_growth.iter().take(3).find(|g| g.frames.iter().any(|f| f.contains(function)));
+                let named = named.unwrap_or_else(|| panic!("{}: no top-3 stack names {function}: {:#?}", m.name, r.heap_growth));
+                assert!(named.lower_bytes_per_cycle > tolerance, "{}: {function} not proven above {tolerance} B/cycle: {named:?}", m.name);
+            }
+            None => {
+                let above: Vec<_> = r.heap_growth.iter().filter(|g| g.lower_bytes_per_cycle > tolerance).collect();
+                assert!(above.is_empty(), "the reference store's heap grew above {tolerance} B/cycle: {above:#?}");
+            }
+        }
     }
 }

@@ -121,6 +121,45 @@ pub struct StackGrowth {
     pub bytes_per_cycle: f64,
     /// Sampled live objects added.
     pub objects: i64,
+    /// A one-sided 95% lower confidence bound on `bytes_per_cycle`: what the growth is at least,
+    /// given that only `objects` samples stand for it ([`poisson_lower_bound`]). One sample of a
+    /// small allocation stands for about one sample period of bytes, so a stack seen once or
+    /// twice proves little; a leak sampled many times has a bound close to its estimate.
+    pub lower_bytes_per_cycle: f64,
+}
+
+/// The confidence of [`StackGrowth::lower_bytes_per_cycle`].
+pub const GROWTH_CONFIDENCE: f64 = 0.95;
+
+/// The one-sided lower confidence bound on the mean of a Poisson count observed as `n`: the `λ`
+/// at which seeing `n` or more has probability `1 - confidence` (0 for `n <= 0`). Sampled
+/// allocations of a stack are such a count: each allocated byte is sampled independently.
+pub fn poisson_lower_bound(n: i64, confidence: f64) -> f64 {
+    if n <= 0 {
+        return 0.0;
+    }
+    let n = n as u64;
+    // P(X <= n - 1 | λ), summed in log space so large counts do not overflow.
+    let below = |lambda: f64| -> f64 {
+        let mut log_term = -lambda; // k = 0
+        let mut sum = log_term.exp();
+        for k in 1..n {
+            log_term += lambda.ln() - (k as f64).ln();
+            sum += log_term.exp();
+        }
+        sum
+    };
+    // `below` falls from 1 as λ grows: bisect for below(λ) = confidence.
+    let (mut lo, mut hi) = (0.0_f64, n as f64 + 10.0 * (n as f64).sqrt() + 10.0);
+    for _ in 0..100 {
+        let mid = 0.5 * (lo + hi);
+        if below(mid) > confidence {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    lo
 }
 
 /// One frame of a resolved address: a function, and where it is when debug info says.
@@ -217,12 +256,10 @@ impl HeapProfile {
             .filter_map(|(stack, now)| {
                 let before = earlier.stacks.get(stack).copied().unwrap_or_default();
                 let bytes = self.estimated_bytes(*now) - earlier.estimated_bytes(before);
-                (bytes > 0.0).then(|| StackGrowth {
-                    stack: stack.clone(),
-                    bytes,
-                    bytes_per_cycle: bytes / cycles.max(1) as f64,
-                    objects: now.objects as i64 - before.objects as i64,
-                })
+                let objects = now.objects as i64 - before.objects as i64;
+                let bytes_per_cycle = bytes / cycles.max(1) as f64;
+                let lower = if objects > 0 { bytes_per_cycle * poisson_lower_bound(objects, GROWTH_CONFIDENCE) / objects as f64 } else { 0.0 };
+                (bytes > 0.0).then(|| StackGrowth { stack: stack.clone(), bytes, bytes_per_cycle, objects, lower_bytes_per_cycle: lower })
             })
             .collect();
         out.sort_by(|a, b| b.bytes.total_cmp(&a.bytes));
@@ -302,25 +339,56 @@ pub fn resolve(address: u64) -> Vec<Frame> {
 }
 
 /// Allocator machinery at the inner end of every sampled stack: left out when a stack is named.
-const ALLOCATOR: [&str; 19] = [
-    "prof_", "je_", "_rjem_", "do_rallocx", "imalloc", "ialloc", "malloc", "calloc", "realloc", "posix_memalign",
-    "aligned_alloc", "operator new", "__rust_alloc", "__rust_realloc", "__rdl_", "__rg_", "alloc::alloc::",
-    "alloc::raw_vec::", "tikv_jemallocator",
+/// (`__rustc::` is the prefix of the global allocator's shims in recent Rust; `irallocx`,
+/// `ixallocx` are jemalloc's reallocation paths.)
+const ALLOCATOR: [&str; 22] = [
+    "prof_", "je_", "_rjem_", "do_rallocx", "imalloc", "ialloc", "irallocx", "ixallocx", "malloc", "calloc", "realloc",
+    "posix_memalign", "aligned_alloc", "operator new", "__rust_alloc", "__rust_realloc", "__rustc::", "__rdl_", "__rg_",
+    "alloc::alloc::", "alloc::raw_vec::", "tikv_jemallocator",
 ];
 
 /// Library frames between an allocation and the code that asked for it.
 const LIBRARY: [&str; 4] = ["alloc::", "core::", "std::", "hashbrown::"];
 
+/// Formatting called by the code that owns the text: `<StoreError as core::fmt::Display>::fmt`
+/// allocates for whoever formats the error (the harness, when it records a failed step).
+const FORMATTING: [&str; 2] = [" as core::fmt::Display>::fmt", " as core::fmt::Debug>::fmt"];
+
 /// Whether the code that asked for a stack's memory is leakcheck's own (its ledger, the harness's
-/// records and verdict): the first frame outside the allocator and the standard library, from the
-/// inner end, is in `leakcheck::`. Such growth is the tool's bookkeeping, which the byte signals
-/// subtract; it stays in the profile files but is not reported as the store's.
+/// records and verdict): the first frame outside the allocator, the standard library and
+/// formatting, from the inner end, is in `leakcheck::`. Such growth is the tool's bookkeeping,
+/// which the byte signals subtract; it stays in the profile files but is not reported as the
+/// store's.
 pub fn is_leakcheck_bookkeeping(frames: &[String]) -> bool {
     frames
         .iter()
-        .map(|f| f.trim_start_matches('<'))
-        .find(|f| !ALLOCATOR.iter().chain(LIBRARY.iter()).any(|p| f.starts_with(p)))
+        .map(|f| function_path(f))
+        .find(|f| !is_library(f) && !FORMATTING.iter().any(|p| f.ends_with(p)))
         .is_some_and(|f| f.starts_with("leakcheck::"))
+}
+
+/// Primitive types, whose impls (`<u8 as ..>`, `<[u8]>::to_vec_in`) are the standard library's.
+const PRIMITIVES: [&str; 17] =
+    ["u8", "u16", "u32", "u64", "u128", "usize", "i8", "i16", "i32", "i64", "i128", "isize", "f32", "f64", "bool", "char", "str"];
+
+/// Whether a frame (as [`function_path`] reads it) is the allocator's or the standard library's.
+fn is_library(path: &str) -> bool {
+    ALLOCATOR.iter().chain(LIBRARY.iter()).any(|p| path.starts_with(p)) || path.starts_with(['[', '&', '*', '('])
+}
+
+/// A frame's function as a path to match prefixes against: no `file:line`, no leading `<`, and an
+/// impl for a type parameter or a primitive (`<T as alloc::string::ToString>::to_string`,
+/// `<u8 as ..>`) read as the trait's path.
+fn function_path(frame: &str) -> &str {
+    let f = frame.split(" (").next().unwrap_or(frame).trim_start_matches('<');
+    match f.split_once(" as ") {
+        Some((param, rest))
+            if (param.len() <= 2 && param.chars().all(|c| c.is_ascii_uppercase())) || PRIMITIVES.contains(&param) =>
+        {
+            rest.trim_start_matches('<')
+        }
+        _ => f,
+    }
 }
 
 /// A stack's frames, innermost first, named by `resolve`, with the allocator's own frames at the
@@ -660,5 +728,60 @@ MAPPED_LIBRARIES:
         let mut period = Vec::new();
         varint_field(&mut period, 12, 524288);
         assert!(raw.ends_with(&period));
+    }
+
+    /// Stacks as `--profile` names them (from a run of the reference store with line tables):
+    /// leakcheck's records, also through a store error's `Display`, are bookkeeping; the store's
+    /// own allocations are not, whatever the allocator shims above them.
+    #[test]
+    fn bookkeeping_is_the_first_frame_past_allocator_library_and_formatting() {
+        let frames = |f: &[&str]| f.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let record = frames(&[
+            "__rustc::__rust_alloc (src/bin/leakcheck/main.rs:24)",
+            "<alloc::vec::Vec<u8>>::with_capacity_in (library/alloc/src/vec/mod.rs:1)",
+            "<leakcheck::harness::Integrity as core::clone::Clone>::clone (src/harness/mod.rs:1)",
+        ]);
+        let error_text = frames(&[
+            "irallocx_prof",
+            "do_rallocx",
+            "<leak_tests::reference::StoreError as core::fmt::Display>::fmt (leak-tests/src/reference.rs:1)",
+            "leakcheck::harness::describe (src/harness/mod.rs:1)",
+        ]);
+        let store = frames(&[
+            "__rustc::__rust_alloc",
+            "<leak_tests::reference::ReferenceStore as leakcheck::harness::Lifecycle>::open (leak-tests/src/reference.rs:1018)",
+            "leakcheck::harness::run_cycle",
+        ]);
+        let generic = frames(&[
+            "<alloc::string::String as core::fmt::Write>::write_str",
+            "<leak_tests::reference::StoreError as core::fmt::Display>::fmt",
+            "<T as alloc::string::ToString>::to_string",
+            "leakcheck::harness::describe",
+        ]);
+        assert!(is_leakcheck_bookkeeping(&generic));
+        let clone = frames(&[
+            "<alloc::vec::Vec<u8>>::with_capacity_in",
+            "<u8 as <[_]>::to_vec_in::ConvertVec>::to_vec::<alloc::alloc::Global>",
+            "<[u8]>::to_vec_in::<alloc::alloc::Global>",
+            "<alloc::string::String as core::clone::Clone>::clone",
+            "leakcheck::fault::Faults::take_fired::{{closure}}::{{closure}}",
+        ]);
+        assert!(is_leakcheck_bookkeeping(&clone));
+        let native = frames(&["rocksdb_options_create", "leak_tests::reference::ReferenceStore::offsets_options", "leakcheck::harness::run_cycle"]);
+        assert!(is_leakcheck_bookkeeping(&record));
+        assert!(is_leakcheck_bookkeeping(&error_text));
+        assert!(!is_leakcheck_bookkeeping(&store));
+        assert!(!is_leakcheck_bookkeeping(&native));
+    }
+
+    /// The bound against known values of the chi-square relation `λ_low = χ²(1 - c; 2n) / 2`.
+    #[test]
+    fn poisson_lower_bounds_match_the_chi_square_table() {
+        for (n, want) in [(1, 0.05129), (2, 0.35536), (3, 0.81769), (10, 5.42540), (100, 84.14)] {
+            let got = poisson_lower_bound(n, 0.95);
+            assert!((got / want - 1.0).abs() < 2e-3, "n = {n}: {got} against {want}");
+        }
+        assert_eq!(poisson_lower_bound(0, 0.95), 0.0);
+        assert_eq!(poisson_lower_bound(-3, 0.95), 0.0);
     }
 }

@@ -214,6 +214,10 @@ pub struct HeapStack {
     pub bytes_per_cycle: f64,
     /// Sampled live objects added over the profiled cycles.
     pub objects: i64,
+    /// A one-sided 95% lower confidence bound on `bytes_per_cycle` from the number of samples
+    /// (a stack sampled once or twice proves little growth).
+    #[serde(default)]
+    pub lower_bytes_per_cycle: f64,
     /// The stack's functions, innermost first, allocator frames left out (`file:line` after a
     /// name where debug info has it).
     pub frames: Vec<String>,
