@@ -5,6 +5,9 @@ use kv_service::KvService;
 #[global_allocator]
 static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
+// jemalloc's heap profiler ready but inactive from start-up, so that `--profile` can sample.
+leakcheck::heap_profiling_ready!();
+
 #[derive(clap::Args, Debug, Clone)]
 struct KvArgs {
     /// Bytes of the block cache shared by every open.
