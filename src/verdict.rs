@@ -1109,6 +1109,7 @@ mod tests {
             metadata_bytes: 0,
             purged: true,
             tcache_bytes: 0,
+            internal_bytes: 0,
         };
         let process = ProcessStats {
             rss_bytes: Some(32 << 20),

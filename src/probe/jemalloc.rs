@@ -42,7 +42,16 @@ pub struct JemallocStats {
     /// cache can be flushed; the rest is subtracted as explained.
     #[serde(default)]
     pub tcache_bytes: u64,
+    /// The allocator's own allocations among `stats.allocated` (`stats.arenas.<all>.internal`):
+    /// threads' cache structures and, while the heap profiler samples, its records of every
+    /// sampled stack and allocation. jemalloc counts them as allocated bytes too; they are
+    /// subtracted as explained.
+    #[serde(default)]
+    pub internal_bytes: u64,
 }
+
+/// `stats.arenas.<MALLCTL_ARENAS_ALL>.internal`: the allocator's internal allocations.
+const INTERNAL_BYTES_ALL_ARENAS: &CStr = c"stats.arenas.4096.internal";
 
 /// `stats.arenas.<MALLCTL_ARENAS_ALL>.tcache_bytes`: the bytes in all threads' caches.
 const TCACHE_BYTES_ALL_ARENAS: &CStr = c"stats.arenas.4096.tcache_bytes";
@@ -67,6 +76,9 @@ pub fn read(purge: bool) -> Result<JemallocStats, ProbeError> {
         metadata_bytes: read("stats.metadata", stats::metadata::read())?,
         purged: purge,
         tcache_bytes: tcache_bytes()?,
+        internal_bytes: crate::sys::mallctl_read_size(INTERNAL_BYTES_ALL_ARENAS)
+            .map(|v| v as u64)
+            .map_err(|e| ProbeError::jemalloc("stats.arenas.<all>.internal", e))?,
     })
 }
 

@@ -156,11 +156,12 @@ impl Sample {
 
     /// Bytes explained without being a leak: what RocksDB accounts for (memtables, table
     /// readers, block caches of the live DBs and caches it was asked about), the measuring
-    /// code's own bookkeeping, and freed objects parked in threads' allocator caches.
+    /// code's own bookkeeping, freed objects parked in threads' allocator caches, and the
+    /// allocator's own internal allocations (its thread caches, the heap profiler's records).
     pub fn explained_bytes(&self) -> i64 {
         self.rocksdb.map_or(0, |r| r.explained_bytes()) as i64
             + self.bookkeeping_bytes.unwrap_or(0)
-            + self.jemalloc.map_or(0, |j| j.tcache_bytes) as i64
+            + self.jemalloc.map_or(0, |j| j.tcache_bytes + j.internal_bytes) as i64
     }
 
     /// Allocated bytes minus [`Sample::explained_bytes`]. Equals allocated bytes when neither

@@ -404,7 +404,7 @@ pub fn prepare_dir(dir: &Path) -> Result<(), ReportError> {
 }
 
 /// The columns of the samples CSV, in order. Columns are only ever added at the end.
-pub const SAMPLES_COLUMNS: [&str; 23] = [
+pub const SAMPLES_COLUMNS: [&str; 24] = [
     "cycle",
     "monotonic_ns",
     "allocated_bytes",
@@ -428,6 +428,7 @@ pub const SAMPLES_COLUMNS: [&str; 23] = [
     "tcache_bytes",
     "rocksdb_cache_reserved_bytes",
     "rocksdb_cache_over_capacity_bytes",
+    "allocator_internal_bytes",
 ];
 
 /// The CSV of samples: one row per sampled cycle.
@@ -464,6 +465,7 @@ pub fn samples_csv(samples: &[CycleSample]) -> String {
             o(s.jemalloc.map(|j| j.tcache_bytes)),
             o(r.map(|r| r.cache_reserved_bytes)),
             o(r.map(|r| r.cache_over_capacity_bytes)),
+            o(s.jemalloc.map(|j| j.internal_bytes)),
         ];
         out.push_str(&row.join(","));
         out.push('\n');
@@ -540,6 +542,7 @@ pub fn parse_samples_csv(text: &str) -> Result<Vec<CycleSample>, ReportError> {
                     metadata_bytes: 0,
                     purged: resident.is_some(),
                     tcache_bytes: tcache,
+                    internal_bytes: u("allocator_internal_bytes")?.unwrap_or(0),
                 })
             }
             None => None,
@@ -676,6 +679,7 @@ mod tests {
             metadata_bytes: 0,
             purged: true,
             tcache_bytes: (c * 104_729) % 50_000,
+            internal_bytes: 40_000 + (c * 7_919) % 9_000,
         };
         let rocksdb = RocksDbMemory {
             mem_table_total_bytes: 65_536 * (c % 4),

@@ -1,0 +1,98 @@
+//! How many cycles a leak needs before `--profile` names it, at the default sample rate.
+//!
+//! jemalloc samples one allocation per `2^N` bytes on average (N = 19 by default: 512 KiB), so a
+//! small leak is sampled rarely: 256 B per cycle is seen about once per 2,000 cycles. This bench
+//! plants a C allocation of each size per cycle into the fresh-DB loop and runs `check` with
+//! `.profile(N)` at growing cycle counts, several runs each, and prints in how many runs the
+//! planted stack was among the top three, its growth proven above the byte tolerance (its 95%
+//! lower bound, the property the detection matrix asserts). The README quotes its table.
+//!
+//! `cargo bench --bench profile_sampling --features profiling [-- LG [FROM]]`: LG defaults to 19;
+//! FROM skips the rungs of the cycle ladder below it.
+
+use std::time::Instant;
+
+use leak_tests::fresh::FreshDbLoop;
+use leak_tests::planted::PlantedMalloc;
+use leakcheck::verdict::Tolerances;
+use leakcheck::Ledger;
+
+#[global_allocator]
+static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
+leakcheck::heap_profiling_ready!();
+
+const SIZES: [usize; 2] = [256, 4096];
+const LADDER: [u64; 7] = [250, 500, 1000, 2000, 4000, 8000, 16000];
+const RUNS: usize = 3;
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
+    let number = |i: usize, default: u64, what: &str| -> u64 {
+        match args.get(i).map(|a| (a, a.parse::<u64>())) {
+            None => default,
+            Some((_, Ok(n))) => n,
+            Some((a, Err(_))) => {
+                eprintln!("profile_sampling: {what} must be a number, not `{a}`");
+                std::process::exit(2);
+            }
+        }
+    };
+    let lg = u32::try_from(number(0, 19, "LG (2^LG bytes per sample)")).unwrap_or(u32::MAX);
+    let from = number(1, 0, "FROM (the first rung of the cycle ladder)");
+    let tolerance = Tolerances::default().allocated_bytes_per_cycle;
+    println!("planted C allocation per cycle, fresh-DB loop, one sample per 2^{lg} bytes, {RUNS} runs per row");
+    println!("{:>8} {:>7} {:>7} {:>14} {:>14} {:>9}", "leak", "cycles", "named", "est. B/cycle", "lower B/cycle", "s/run");
+    for size in SIZES {
+        for cycles in LADDER.into_iter().filter(|c| *c >= from) {
+            let mut named = 0;
+            let (mut est, mut lower) = (Vec::new(), Vec::new());
+            let start = Instant::now();
+            for _ in 0..RUNS {
+                let (hit, e, l) = run(size, cycles, lg, tolerance);
+                named += usize::from(hit);
+                est.push(e);
+                lower.push(l);
+            }
+            let fmt = |v: &[f64]| v.iter().map(|x| format!("{x:.0}")).collect::<Vec<_>>().join("/");
+            println!(
+                "{:>8} {:>7} {:>5}/{RUNS} {:>14} {:>14} {:>9.1}",
+                format!("{size} B"),
+                cycles,
+                named,
+                fmt(&est),
+                fmt(&lower),
+                start.elapsed().as_secs_f64() / RUNS as f64
+            );
+            if named == RUNS {
+                break; // the smallest count that named it every time
+            }
+        }
+    }
+}
+
+/// One profiled check: whether a top-three stack names the planting function with a lower bound
+/// above the tolerance, and that stack's estimate and bound (0 when no stack names it).
+fn run(size: usize, cycles: u64, lg: u32, tolerance: f64) -> (bool, f64, f64) {
+    let dir = match tempfile::tempdir() {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("profile_sampling: temporary directory: {e}");
+            std::process::exit(2);
+        }
+    };
+    let ledger = Ledger::new();
+    let mut store = PlantedMalloc::new(FreshDbLoop::new(dir.path(), 10), size, cycles);
+    let outcome = match leakcheck::check(&mut store, &ledger).cycles(cycles).max_cycles(cycles).faults("none").profile(lg).run() {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("profile_sampling: {e}");
+            std::process::exit(2);
+        }
+    };
+    let stack = outcome.report.heap_growth.iter().take(3).find(|g| g.frames.iter().any(|f| f.contains("PlantedMalloc")));
+    match stack {
+        Some(g) => (g.lower_bytes_per_cycle > tolerance, g.bytes_per_cycle, g.lower_bytes_per_cycle),
+        None => (false, 0.0, 0.0),
+    }
+}
