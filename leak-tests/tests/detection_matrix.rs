@@ -137,16 +137,8 @@ fn every_variant_is_caught_and_every_clean_store_is_clean() {
     println!("\n{:<32} {:>12} {:>12} {:>7}  top stacks of the heap's growth (2^{PROFILE_LG} sampling, {PROFILE_CYCLES} cycles)", "variant", "bytes/cycle", ">= (95%)", "samples");
     for (name, r) in &profiles {
         for g in r.heap_growth.iter().take(3) {
-            let ours = g.frames.iter().find(|f| f.contains("leak_tests::")).or(g.frames.first());
-            println!(
-                "{:<32} {:>12.0} {:>12.0} {:>7}  {} <- .. {}",
-                name,
-                g.bytes_per_cycle,
-                g.lower_bytes_per_cycle,
-                g.objects,
-                g.frames.first().map_or("", |f| f.split(" (").next().unwrap_or(f)),
-                ours.map_or("", |f| f.split(" (").next().unwrap_or(f))
-            );
+            let stack = leakcheck::probe::stacks::headline(&g.frames, 60);
+            println!("{:<32} {:>12.0} {:>12.0} {:>7}  {stack}", name, g.bytes_per_cycle, g.lower_bytes_per_cycle, g.objects);
         }
     }
     let planted = CATALOG.iter().filter(|m| !m.expected.is_empty()).count();

@@ -338,66 +338,13 @@ pub fn resolve(address: u64) -> Vec<Frame> {
     frames
 }
 
-/// Allocator machinery at the inner end of every sampled stack: left out when a stack is named.
-/// (`__rustc::` is the prefix of the global allocator's shims in recent Rust; `irallocx`,
-/// `ixallocx` are jemalloc's reallocation paths.)
-const ALLOCATOR: [&str; 22] = [
-    "prof_", "je_", "_rjem_", "do_rallocx", "imalloc", "ialloc", "irallocx", "ixallocx", "malloc", "calloc", "realloc",
-    "posix_memalign", "aligned_alloc", "operator new", "__rust_alloc", "__rust_realloc", "__rustc::", "__rdl_", "__rg_",
-    "alloc::alloc::", "alloc::raw_vec::", "tikv_jemallocator",
-];
-
-/// Library frames between an allocation and the code that asked for it.
-const LIBRARY: [&str; 4] = ["alloc::", "core::", "std::", "hashbrown::"];
-
-/// Formatting called by the code that owns the text: `<StoreError as core::fmt::Display>::fmt`
-/// allocates for whoever formats the error (the harness, when it records a failed step).
-const FORMATTING: [&str; 2] = [" as core::fmt::Display>::fmt", " as core::fmt::Debug>::fmt"];
-
-/// Whether the code that asked for a stack's memory is leakcheck's own (its ledger, the harness's
-/// records and verdict): the first frame outside the allocator, the standard library and
-/// formatting, from the inner end, is in `leakcheck::`. Such growth is the tool's bookkeeping,
-/// which the byte signals subtract; it stays in the profile files but is not reported as the
-/// store's.
-pub fn is_leakcheck_bookkeeping(frames: &[String]) -> bool {
-    frames
-        .iter()
-        .map(|f| function_path(f))
-        .find(|f| !is_library(f) && !FORMATTING.iter().any(|p| f.ends_with(p)))
-        .is_some_and(|f| f.starts_with("leakcheck::"))
-}
-
-/// Primitive types, whose impls (`<u8 as ..>`, `<[u8]>::to_vec_in`) are the standard library's.
-const PRIMITIVES: [&str; 17] =
-    ["u8", "u16", "u32", "u64", "u128", "usize", "i8", "i16", "i32", "i64", "i128", "isize", "f32", "f64", "bool", "char", "str"];
-
-/// Whether a frame (as [`function_path`] reads it) is the allocator's or the standard library's.
-fn is_library(path: &str) -> bool {
-    ALLOCATOR.iter().chain(LIBRARY.iter()).any(|p| path.starts_with(p)) || path.starts_with(['[', '&', '*', '('])
-}
-
-/// A frame's function as a path to match prefixes against: no `file:line`, no leading `<`, and an
-/// impl for a type parameter or a primitive (`<T as alloc::string::ToString>::to_string`,
-/// `<u8 as ..>`) read as the trait's path.
-fn function_path(frame: &str) -> &str {
-    let f = frame.split(" (").next().unwrap_or(frame).trim_start_matches('<');
-    match f.split_once(" as ") {
-        Some((param, rest))
-            if (param.len() <= 2 && param.chars().all(|c| c.is_ascii_uppercase())) || PRIMITIVES.contains(&param) =>
-        {
-            rest.trim_start_matches('<')
-        }
-        _ => f,
-    }
-}
-
 /// A stack's frames, innermost first, named by `resolve`, with the allocator's own frames at the
 /// inner end left out (`function (file:line)` where debug info has them).
 pub fn named_frames(stack: &[u64], resolve: &dyn Fn(u64) -> Vec<Frame>) -> Vec<String> {
     let frames: Vec<Frame> = stack.iter().flat_map(|a| resolve(*a)).collect();
     let first = frames
         .iter()
-        .position(|f| !ALLOCATOR.iter().any(|p| f.function.trim_start_matches('<').starts_with(p)))
+        .position(|f| !super::stacks::ALLOCATOR.iter().any(|p| f.function.trim_start_matches('<').starts_with(p)))
         .unwrap_or(0);
     frames[first..]
         .iter()
@@ -728,50 +675,6 @@ MAPPED_LIBRARIES:
         let mut period = Vec::new();
         varint_field(&mut period, 12, 524288);
         assert!(raw.ends_with(&period));
-    }
-
-    /// Stacks as `--profile` names them (from a run of the reference store with line tables):
-    /// leakcheck's records, also through a store error's `Display`, are bookkeeping; the store's
-    /// own allocations are not, whatever the allocator shims above them.
-    #[test]
-    fn bookkeeping_is_the_first_frame_past_allocator_library_and_formatting() {
-        let frames = |f: &[&str]| f.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-        let record = frames(&[
-            "__rustc::__rust_alloc (src/bin/leakcheck/main.rs:24)",
-            "<alloc::vec::Vec<u8>>::with_capacity_in (library/alloc/src/vec/mod.rs:1)",
-            "<leakcheck::harness::Integrity as core::clone::Clone>::clone (src/harness/mod.rs:1)",
-        ]);
-        let error_text = frames(&[
-            "irallocx_prof",
-            "do_rallocx",
-            "<leak_tests::reference::StoreError as core::fmt::Display>::fmt (leak-tests/src/reference.rs:1)",
-            "leakcheck::harness::describe (src/harness/mod.rs:1)",
-        ]);
-        let store = frames(&[
-            "__rustc::__rust_alloc",
-            "<leak_tests::reference::ReferenceStore as leakcheck::harness::Lifecycle>::open (leak-tests/src/reference.rs:1018)",
-            "leakcheck::harness::run_cycle",
-        ]);
-        let generic = frames(&[
-            "<alloc::string::String as core::fmt::Write>::write_str",
-            "<leak_tests::reference::StoreError as core::fmt::Display>::fmt",
-            "<T as alloc::string::ToString>::to_string",
-            "leakcheck::harness::describe",
-        ]);
-        assert!(is_leakcheck_bookkeeping(&generic));
-        let clone = frames(&[
-            "<alloc::vec::Vec<u8>>::with_capacity_in",
-            "<u8 as <[_]>::to_vec_in::ConvertVec>::to_vec::<alloc::alloc::Global>",
-            "<[u8]>::to_vec_in::<alloc::alloc::Global>",
-            "<alloc::string::String as core::clone::Clone>::clone",
-            "leakcheck::fault::Faults::take_fired::{{closure}}::{{closure}}",
-        ]);
-        assert!(is_leakcheck_bookkeeping(&clone));
-        let native = frames(&["rocksdb_options_create", "leak_tests::reference::ReferenceStore::offsets_options", "leakcheck::harness::run_cycle"]);
-        assert!(is_leakcheck_bookkeeping(&record));
-        assert!(is_leakcheck_bookkeeping(&error_text));
-        assert!(!is_leakcheck_bookkeeping(&store));
-        assert!(!is_leakcheck_bookkeeping(&native));
     }
 
     /// The bound against known values of the chi-square relation `λ_low = χ²(1 - c; 2n) / 2`.

@@ -8,6 +8,7 @@
 mod coverage;
 #[cfg(feature = "profiling")]
 pub mod heap;
+pub mod stacks;
 pub mod jemalloc;
 pub mod process;
 #[cfg(feature = "rocksdb")]

@@ -113,7 +113,7 @@ impl HeapRun {
         Ok(growth
             .iter()
             .map(|g| HeapStack { bytes_per_cycle: g.bytes_per_cycle, objects: g.objects, lower_bytes_per_cycle: g.lower_bytes_per_cycle, frames: heap::named_frames(&g.stack, &resolve) })
-            .filter(|s| !heap::is_leakcheck_bookkeeping(&s.frames))
+            .filter(|s| !crate::probe::stacks::is_leakcheck_bookkeeping(&s.frames))
             .take(TOP)
             .collect())
     }

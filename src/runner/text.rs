@@ -93,14 +93,13 @@ pub(crate) fn table(r: &RunReport) -> String {
         let _ = writeln!(out, "\nheap growth by call stack (jemalloc's heap profile, after the warm-up to the end;");
         let _ = writeln!(out, "per cycle, estimate and 95% lower bound from the samples):");
         for g in r.heap_growth.iter().take(5) {
-            let shown: Vec<&str> = g.frames.iter().take(4).map(String::as_str).collect();
             let _ = writeln!(
                 out,
                 "  {:>10} (>= {:>10}) {:>4} samples  {}",
                 human_bytes(g.bytes_per_cycle),
                 human_bytes(g.lower_bytes_per_cycle),
                 g.objects,
-                shown.join(" <- ")
+                crate::probe::stacks::headline(&g.frames, 100)
             );
         }
     }

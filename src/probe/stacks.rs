@@ -1,0 +1,163 @@
+//! Reading the call stacks of a heap profile: which frames are the allocator's and the standard
+//! library's, which growth is leakcheck's own bookkeeping, and a stack in one line. Plain text
+//! work on resolved frame names, so that reports can be read and printed by a build without the
+//! `profiling` feature.
+
+/// Allocator machinery at the inner end of every sampled stack: left out when a stack is named.
+/// (`__rustc::` is the prefix of the global allocator's shims in recent Rust; `irallocx`,
+/// `ixallocx` are jemalloc's reallocation paths.)
+pub(crate) const ALLOCATOR: [&str; 22] = [
+    "prof_", "je_", "_rjem_", "do_rallocx", "imalloc", "ialloc", "irallocx", "ixallocx", "malloc", "calloc", "realloc",
+    "posix_memalign", "aligned_alloc", "operator new", "__rust_alloc", "__rust_realloc", "__rustc::", "__rdl_", "__rg_",
+    "alloc::alloc::", "alloc::raw_vec::", "tikv_jemallocator",
+];
+
+/// Library frames between an allocation and the code that asked for it.
+const LIBRARY: [&str; 4] = ["alloc::", "core::", "std::", "hashbrown::"];
+
+/// Formatting called by the code that owns the text: `<StoreError as core::fmt::Display>::fmt`
+/// allocates for whoever formats the error (the harness, when it records a failed step).
+const FORMATTING: [&str; 2] = [" as core::fmt::Display>::fmt", " as core::fmt::Debug>::fmt"];
+
+/// Whether the code that asked for a stack's memory is leakcheck's own (its ledger, the harness's
+/// records and verdict): the first frame outside the allocator, the standard library and
+/// formatting, from the inner end, is in `leakcheck::`. Such growth is the tool's bookkeeping,
+/// which the byte signals subtract; it stays in the profile files but is not reported as the
+/// store's.
+pub fn is_leakcheck_bookkeeping(frames: &[String]) -> bool {
+    frames
+        .iter()
+        .map(|f| function_path(f))
+        .find(|f| !is_library(f) && !FORMATTING.iter().any(|p| f.ends_with(p)))
+        .is_some_and(|f| f.starts_with("leakcheck::"))
+}
+
+/// Primitive types, whose impls (`<u8 as ..>`, `<[u8]>::to_vec_in`) are the standard library's.
+const PRIMITIVES: [&str; 17] =
+    ["u8", "u16", "u32", "u64", "u128", "usize", "i8", "i16", "i32", "i64", "i128", "isize", "f32", "f64", "bool", "char", "str"];
+
+/// Whether a frame (as [`function_path`] reads it) is the allocator's or the standard library's.
+fn is_library(path: &str) -> bool {
+    ALLOCATOR.iter().chain(LIBRARY.iter()).any(|p| path.starts_with(p)) || path.starts_with(['[', '&', '*', '('])
+}
+
+/// A frame's function as a path to match prefixes against: no `file:line`, no leading `<`, and an
+/// impl for a type parameter or a primitive (`<T as alloc::string::ToString>::to_string`,
+/// `<u8 as ..>`) read as the trait's path.
+fn function_path(frame: &str) -> &str {
+    let f = frame.split(" (").next().unwrap_or(frame).trim_start_matches('<');
+    match f.split_once(" as ") {
+        Some((param, rest))
+            if (param.len() <= 2 && param.chars().all(|c| c.is_ascii_uppercase())) || PRIMITIVES.contains(&param) =>
+        {
+            rest.trim_start_matches('<')
+        }
+        _ => f,
+    }
+}
+
+/// A stack in one line for a table: its innermost frame and the first frame of the user's own code
+/// (a frame with a source location outside the standard library and the registry's crates, not
+/// leakcheck's), each function cut to `width` characters; the first three frames when no frame
+/// has a source location (no debug info).
+pub fn headline(frames: &[String], width: usize) -> String {
+    let cut = |f: &String| -> String {
+        let (function, place) = match f.split_once(" (") {
+            Some((function, rest)) => (function, format!(" ({rest}")),
+            None => (f.as_str(), String::new()),
+        };
+        let short: String = function.chars().take(width).collect();
+        let ellipsis = if short.len() < function.len() { "..." } else { "" };
+        format!("{short}{ellipsis}{place}")
+    };
+    let own = frames.iter().position(|f| {
+        let place = f.split_once(" (").map_or("", |(_, p)| p);
+        !place.is_empty()
+            && !place.contains("/rustc/")
+            && !place.contains("/.cargo/registry/")
+            && !function_path(f).starts_with("leakcheck::")
+            && !is_library(function_path(f))
+    });
+    match own {
+        Some(0) => cut(&frames[0]),
+        Some(1) => format!("{} <- {}", cut(&frames[0]), cut(&frames[1])),
+        Some(i) => format!("{} <- .. <- {}", cut(&frames[0]), cut(&frames[i])),
+        None => frames.iter().take(3).map(cut).collect::<Vec<_>>().join(" <- "),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Stacks as `--profile` names them (from a run of the reference store with line tables):
+    /// leakcheck's records, also through a store error's `Display`, are bookkeeping; the store's
+    /// own allocations are not, whatever the allocator shims above them.
+    #[test]
+    fn bookkeeping_is_the_first_frame_past_allocator_library_and_formatting() {
+        let frames = |f: &[&str]| f.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let record = frames(&[
+            "__rustc::__rust_alloc (src/bin/leakcheck/main.rs:24)",
+            "<alloc::vec::Vec<u8>>::with_capacity_in (library/alloc/src/vec/mod.rs:1)",
+            "<leakcheck::harness::Integrity as core::clone::Clone>::clone (src/harness/mod.rs:1)",
+        ]);
+        let error_text = frames(&[
+            "irallocx_prof",
+            "do_rallocx",
+            "<leak_tests::reference::StoreError as core::fmt::Display>::fmt (leak-tests/src/reference.rs:1)",
+            "leakcheck::harness::describe (src/harness/mod.rs:1)",
+        ]);
+        let store = frames(&[
+            "__rustc::__rust_alloc",
+            "<leak_tests::reference::ReferenceStore as leakcheck::harness::Lifecycle>::open (leak-tests/src/reference.rs:1018)",
+            "leakcheck::harness::run_cycle",
+        ]);
+        let generic = frames(&[
+            "<alloc::string::String as core::fmt::Write>::write_str",
+            "<leak_tests::reference::StoreError as core::fmt::Display>::fmt",
+            "<T as alloc::string::ToString>::to_string",
+            "leakcheck::harness::describe",
+        ]);
+        assert!(is_leakcheck_bookkeeping(&generic));
+        let clone = frames(&[
+            "<alloc::vec::Vec<u8>>::with_capacity_in",
+            "<u8 as <[_]>::to_vec_in::ConvertVec>::to_vec::<alloc::alloc::Global>",
+            "<[u8]>::to_vec_in::<alloc::alloc::Global>",
+            "<alloc::string::String as core::clone::Clone>::clone",
+            "leakcheck::fault::Faults::take_fired::{{closure}}::{{closure}}",
+        ]);
+        assert!(is_leakcheck_bookkeeping(&clone));
+        let native = frames(&["rocksdb_options_create", "leak_tests::reference::ReferenceStore::offsets_options", "leakcheck::harness::run_cycle"]);
+        assert!(is_leakcheck_bookkeeping(&record));
+        assert!(is_leakcheck_bookkeeping(&error_text));
+        assert!(!is_leakcheck_bookkeeping(&store));
+        assert!(!is_leakcheck_bookkeeping(&native));
+    }
+
+    #[test]
+    fn a_headline_is_the_innermost_frame_and_the_first_of_the_users_code() {
+        let frames: Vec<String> = [
+            "rocksdb_options_create",
+            "leak_tests::reference::ReferenceStore::offsets_options (/work/leak-tests/src/reference.rs:431)",
+            "leak_tests::reference::ReferenceStore::segment_options (/work/leak-tests/src/reference.rs:411)",
+        ]
+        .map(String::from)
+        .to_vec();
+        assert_eq!(
+            headline(&frames, 80),
+            "rocksdb_options_create <- leak_tests::reference::ReferenceStore::offsets_options (/work/leak-tests/src/reference.rs:431)"
+        );
+        let deep: Vec<String> = [
+            "rocksdb::Arena::AllocateNewBlock(unsigned long)",
+            "rocksdb::db::DBCommon<T,D>::put_cf (/root/.cargo/registry/src/x/rocksdb-0.25.0/src/db.rs:1)",
+            "<leakcheck::tracked::db::TrackedDb<T>>::put_cf (/work/src/tracked/db.rs:9)",
+            "core::ops::function::FnOnce::call_once (/rustc/abc/library/core/src/ops/function.rs:250)",
+            "kv_service::KvService::work (/work/kv/src/lib.rs:170)",
+        ]
+        .map(String::from)
+        .to_vec();
+        assert_eq!(headline(&deep, 14), "rocksdb::Arena... <- .. <- kv_service::Kv... (/work/kv/src/lib.rs:170)");
+        let bare: Vec<String> = ["a", "b", "c", "d"].map(String::from).to_vec();
+        assert_eq!(headline(&bare, 80), "a <- b <- c");
+    }
+}
