@@ -282,3 +282,20 @@ fn profile_names_the_stack_of_a_raw_leak() {
         assert!(rep.join(f).metadata().is_ok_and(|m| m.len() > 20), "{f} missing");
     }
 }
+
+/// `leakcheck sweep`: a planted leak of 16 bytes per call fails it (exit 1) beside a clean path,
+/// with bytes per call in the JSON rows; an unknown path is one line naming the paths, exit 2.
+#[test]
+fn sweep_fails_on_a_planted_leak_and_names_bad_paths() {
+    let out = leakcheck(&["sweep", "--json", "put-get", "planted-16-bytes"]);
+    assert_eq!(code(&out), 1, "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    let rows: Vec<leakcheck_sweep::PathOutcome> = serde_json::from_slice(&out.stdout).expect("stdout is JSON");
+    let row = |name: &str| rows.iter().find(|r| r.path == name).unwrap_or_else(|| panic!("{name} missing: {rows:?}"));
+    assert_eq!(row("put-get").verdict, leakcheck::Verdict::Clean);
+    assert_eq!(row("planted-16-bytes").verdict, leakcheck::Verdict::Leak);
+    assert!(row("planted-16-bytes").bytes_per_call.is_some_and(|[b, _, _]| (15.0..=17.0).contains(&b)), "{rows:?}");
+    let bad = leakcheck(&["sweep", "no-such-path"]);
+    assert_eq!(code(&bad), 2);
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert!(err.lines().count() == 1 && err.contains("no-such-path") && err.contains("create-cf-existing-fails"), "{err}");
+}

@@ -99,11 +99,14 @@ fn diagnose() -> String {
     let jemalloc_malloc = tikv_jemalloc_sys::malloc as *const () as usize;
     if libc_malloc != jemalloc_malloc {
         return "jemalloc is linked with prefixed symbols (_rjem_malloc), so C and C++ code still \
-                uses the system malloc. Either the override is off (enable rocksdb's `jemalloc` \
-                feature, which turns on tikv-jemalloc-sys's \
-                `unprefixed_malloc_on_supported_platforms`) or this platform does not support \
-                it (tikv-jemalloc-sys prefixes on macOS, Windows and Android): run leak checks \
-                on Linux."
+                uses the system malloc. Either the override is off, or this platform does not \
+                support it (tikv-jemalloc-sys prefixes on macOS, Windows and Android: run leak \
+                checks on Linux). To turn it on: on rust-rocksdb 0.25 or later, enable rocksdb's \
+                `jemalloc` feature (`rocksdb = { version = \"0.25\", features = [\"jemalloc\"] }`); \
+                on rust-rocksdb 0.22 to 0.24, whose `jemalloc` feature cannot be linked beside \
+                leakcheck's jemalloc, leave it off and enable leakcheck's `unprefixed-malloc` \
+                feature instead (`leakcheck = { version = \"..\", default-features = false, \
+                features = [\"unprefixed-malloc\"] }`)."
             .to_string();
     }
     "malloc resolves to jemalloc, yet the allocations were not counted: jemalloc may have been \

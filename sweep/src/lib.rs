@@ -1,0 +1,379 @@
+//! `leakcheck sweep`: a leak sweep of the rust-rocksdb binding itself.
+//!
+//! Each API path of [`paths::PATHS`] runs in a process of its own (jemalloc's counters are
+//! process-wide) as a leakcheck `check`: a cycle makes the path's fixture (a DB, a transaction
+//! DB, or nothing), repeats its call many times and drops the fixture. The bytes per call are the
+//! slope of the run's unexplained bytes over cycles divided by the calls per cycle, with its
+//! interval; the verdict is the run's. A path that leaks and is a known, written-up finding of the
+//! binding on this release stays in the table with its write-up and does not fail the sweep.
+//!
+//! It uses the binding directly (what it sweeps has no wrapper) and leakcheck without default
+//! features, so it builds on older releases: `scripts/sweep-older 0.24.0`.
+#![allow(clippy::disallowed_types, clippy::disallowed_methods)] // the binding itself is what is swept
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use leakcheck::harness::{CycleCtx, Lifecycle};
+use leakcheck::{Ledger, Signal, Verdict};
+use serde::{Deserialize, Serialize};
+
+pub mod paths;
+
+pub use paths::{path, SweepPath, PATHS, PLANTED};
+
+/// The rust-rocksdb release this build sweeps (read from the build's Cargo.lock).
+pub const ROCKSDB_VERSION: &str = env!("LEAKCHECK_SWEEP_ROCKSDB");
+
+/// Cycles per path: a leak of one byte per call is then 10 to 200 bytes per cycle, above the
+/// byte tolerance (64 B per cycle) for the paths with 200 calls per cycle.
+pub const CYCLES: u64 = 40;
+
+/// Cycles a path may go on while its verdict is inconclusive (deciding every 10).
+pub const MAX_CYCLES: u64 = 160;
+
+/// A leak of the binding, written up, on the releases it affects.
+#[derive(Debug, Clone, Copy)]
+pub struct Finding {
+    /// The sweep path that shows it.
+    pub path: &'static str,
+    /// The rust-rocksdb releases it leaks on.
+    pub releases: &'static [&'static str],
+    /// The write-up, relative to the repository.
+    pub write_up: &'static str,
+}
+
+/// Known leaks of the binding. Both were fixed in 0.25.0 (rust-rocksdb PRs #1063 and #1057).
+pub const FINDINGS: &[Finding] = &[
+    Finding { path: "create-cf-existing-fails", releases: &["0.22.0", "0.23.0", "0.24.0"], write_up: "docs/binding-leaks/create-cf-failure.md" },
+    Finding { path: "options-comparator", releases: &["0.22.0", "0.23.0", "0.24.0"], write_up: "docs/binding-leaks/set-comparator.md" },
+    Finding { path: "open-with-comparator", releases: &["0.22.0", "0.23.0", "0.24.0"], write_up: "docs/binding-leaks/set-comparator.md" },
+];
+
+/// The written-up finding of `path` on the release this build sweeps.
+pub fn finding(path: &str) -> Option<&'static Finding> {
+    FINDINGS.iter().find(|f| f.path == path && f.releases.contains(&ROCKSDB_VERSION))
+}
+
+/// What went wrong in a sweep.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SweepError {
+    /// A call of the binding failed where it should succeed.
+    #[error("{what}: {source}")]
+    RocksDb {
+        /// The call.
+        what: &'static str,
+        /// The binding's error.
+        source: rocksdb::Error,
+    },
+    /// A call that must fail (the error path is the point) succeeded.
+    #[error("{0}: expected an error, the call succeeded")]
+    ExpectedFailure(&'static str),
+    /// The path's fixture lacks what its call needs (a bug in the catalog).
+    #[error("fixture: {0}")]
+    Fixture(&'static str),
+    /// A file operation failed.
+    #[error("{what}: {source}")]
+    Io {
+        /// The operation.
+        what: &'static str,
+        /// The error.
+        source: std::io::Error,
+    },
+    /// No path of that name.
+    #[error("no sweep path `{0}`; paths: {1}")]
+    UnknownPath(String, String),
+    /// The check of a path could not run.
+    #[error("{path}: {message}")]
+    Run {
+        /// The path.
+        path: String,
+        /// What failed.
+        message: String,
+    },
+}
+
+/// One path's result: one row of the table.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PathOutcome {
+    /// The path's name.
+    pub path: String,
+    /// The rust-rocksdb release swept.
+    pub rocksdb: String,
+    /// The run's verdict.
+    pub verdict: Verdict,
+    /// Unexplained bytes per call: slope, and the interval's lower and upper ends.
+    pub bytes_per_call: Option<[f64; 3]>,
+    /// Calls per cycle.
+    pub calls_per_cycle: u32,
+    /// Cycles run.
+    pub cycles: u64,
+    /// Cycles in which a call failed.
+    pub failed_cycles: u64,
+    /// The first failure, if any (a failed call is a broken path, not a leak).
+    pub first_error: Option<String>,
+    /// The write-up, when the path is a known finding on this release.
+    pub known: Option<String>,
+}
+
+impl PathOutcome {
+    /// Whether this row fails the sweep: a leak that is not a written-up finding, or a path
+    /// whose calls failed.
+    pub fn fails(&self) -> bool {
+        (self.verdict == Verdict::Leak && self.known.is_none()) || self.failed_cycles > 0
+    }
+}
+
+/// A path as a store for leakcheck's harness.
+struct PathStore {
+    path: &'static SweepPath,
+    dir: PathBuf,
+    failed_cycles: u64,
+    first_error: Option<String>,
+}
+
+impl PathStore {
+    /// Counts a failed cycle and keeps the first error's text.
+    fn failed<T>(&mut self, r: Result<T, SweepError>) -> Result<T, SweepError> {
+        if let Err(e) = &r {
+            self.failed_cycles += 1;
+            self.first_error.get_or_insert_with(|| e.to_string());
+        }
+        r
+    }
+}
+
+impl Lifecycle for PathStore {
+    type Store = paths::Fixture;
+    type Error = SweepError;
+
+    fn fault_points(&self) -> Vec<&'static str> {
+        Vec::new()
+    }
+
+    fn open(&mut self, ctx: &CycleCtx<'_>) -> Result<paths::Fixture, SweepError> {
+        let dir = self.dir.join(format!("cycle{}", ctx.cycle % 2));
+        if dir.exists() {
+            std::fs::remove_dir_all(&dir).map_err(|source| SweepError::Io { what: "clear the cycle's directory", source })?;
+        }
+        std::fs::create_dir_all(&dir).map_err(|source| SweepError::Io { what: "make the cycle's directory", source })?;
+        let fixture = self.path.setup(&dir);
+        self.failed(fixture)
+    }
+
+    fn work(&mut self, fixture: &mut paths::Fixture, ctx: &CycleCtx<'_>) -> Result<(), SweepError> {
+        let calls = u64::from(self.path.calls_per_cycle);
+        let r = (0..calls).try_for_each(|i| self.path.call(fixture, ctx.cycle * calls + i));
+        self.failed(r)
+    }
+
+    fn close(&mut self, fixture: paths::Fixture, _ctx: &CycleCtx<'_>) -> Result<(), SweepError> {
+        drop(fixture);
+        Ok(())
+    }
+
+    fn data_dir(&self) -> Option<PathBuf> {
+        Some(self.dir.clone())
+    }
+
+    fn default_faults(&self) -> String {
+        "none".to_string()
+    }
+}
+
+/// Runs one path in this process (call it in a process of its own).
+///
+/// # Errors
+/// When the scratch directory cannot be made or the check cannot run (for example, native
+/// allocations are not visible to jemalloc: the error says what to enable).
+pub fn run_path(path: &'static SweepPath) -> Result<PathOutcome, SweepError> {
+    let scratch = tempfile::Builder::new()
+        .prefix("leakcheck-sweep")
+        .tempdir()
+        .map_err(|source| SweepError::Io { what: "temporary directory", source })?;
+    let ledger = Ledger::new();
+    let mut store = PathStore { path, dir: scratch.path().to_path_buf(), failed_cycles: 0, first_error: None };
+    let outcome = leakcheck::check(&mut store, &ledger)
+        .cycles(CYCLES)
+        .max_cycles(MAX_CYCLES)
+        .faults("none")
+        .run()
+        .map_err(|e| SweepError::Run { path: path.name.to_string(), message: e.to_string() })?;
+    let r = &outcome.report;
+    let calls = f64::from(path.calls_per_cycle);
+    let bytes_per_call = r
+        .signal(Signal::UnexplainedBytes)
+        .and_then(|s| Some([s.slope_per_cycle? / calls, s.lower? / calls, s.upper? / calls]));
+    Ok(PathOutcome {
+        path: path.name.to_string(),
+        rocksdb: ROCKSDB_VERSION.to_string(),
+        verdict: r.verdict,
+        bytes_per_call,
+        calls_per_cycle: path.calls_per_cycle,
+        cycles: r.cycles_run,
+        failed_cycles: store.failed_cycles,
+        first_error: store.first_error.clone(),
+        known: finding(path.name).map(|f| f.write_up.to_string()),
+    })
+}
+
+/// Runs `names` (every path of [`PATHS`] when empty; planted leaks only by name), each in its own process: `exe` with `args` and then
+/// `--one NAME`, which must print the path's [`PathOutcome`] as JSON. Two at a time.
+///
+/// # Errors
+/// An unknown name, or a path process that failed or printed no outcome.
+pub fn run_all(exe: &std::path::Path, args: &[String], names: &[String]) -> Result<Vec<PathOutcome>, SweepError> {
+    let chosen: Vec<&'static SweepPath> = if names.is_empty() {
+        PATHS.iter().collect()
+    } else {
+        names.iter().map(|n| path(n).ok_or_else(|| SweepError::UnknownPath(n.clone(), all_names()))).collect::<Result<_, _>>()?
+    };
+    let queue = std::sync::Mutex::new(chosen.into_iter().rev().collect::<Vec<_>>());
+    let results = std::sync::Mutex::new(Vec::new());
+    std::thread::scope(|s| {
+        for _ in 0..2 {
+            s.spawn(|| loop {
+                let Some(p) = queue.lock().map(|mut q| q.pop()).unwrap_or(None) else { break };
+                let r = run_child(exe, args, p);
+                if let Ok(mut v) = results.lock() {
+                    v.push(r);
+                }
+            });
+        }
+    });
+    let mut out = results.into_inner().unwrap_or_default().into_iter().collect::<Result<Vec<_>, _>>()?;
+    out.sort_by_key(|o| PATHS.iter().chain(PLANTED).position(|p| p.name == o.path));
+    Ok(out)
+}
+
+fn run_child(exe: &std::path::Path, args: &[String], p: &SweepPath) -> Result<PathOutcome, SweepError> {
+    let fail = |message: String| SweepError::Run { path: p.name.to_string(), message };
+    let out = Command::new(exe).args(args).args(["--one", p.name]).output().map_err(|e| fail(format!("{}: {e}", exe.display())))?;
+    if !out.status.success() {
+        return Err(fail(String::from_utf8_lossy(&out.stderr).trim().to_string()));
+    }
+    serde_json::from_slice(&out.stdout).map_err(|e| fail(format!("no outcome ({e}): {}", String::from_utf8_lossy(&out.stderr).trim())))
+}
+
+/// Every path's name, comma-separated (the planted ones last).
+pub fn all_names() -> String {
+    PATHS.iter().chain(PLANTED).map(|p| p.name).collect::<Vec<_>>().join(", ")
+}
+
+/// The table: one row per path.
+pub fn table(outcomes: &[PathOutcome]) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::new();
+    let release = outcomes.first().map_or(ROCKSDB_VERSION, |o| o.rocksdb.as_str());
+    let _ = writeln!(out, "leak sweep of rust-rocksdb {release}: unexplained bytes per call (95% interval), {CYCLES}+ cycles per path");
+    let _ = writeln!(out, "{:<26} {:>6} {:<13} {:>22}  note", "path", "calls", "verdict", "bytes/call [interval]");
+    for o in outcomes {
+        let bytes = o.bytes_per_call.map_or("-".to_string(), |[s, l, u]| format!("{s:.2} [{l:.2}, {u:.2}]"));
+        let note = match (&o.known, &o.first_error) {
+            (_, Some(e)) => format!("calls failed in {} cycles: {e}", o.failed_cycles),
+            (Some(w), None) if o.verdict == Verdict::Leak => format!("known finding: {w}"),
+            (Some(w), None) => format!("known on this release ({w}), not seen"),
+            (None, None) if o.verdict == Verdict::Leak => "LEAK: not a known finding".to_string(),
+            (None, None) => String::new(),
+        };
+        let _ = writeln!(out, "{:<26} {:>6} {:<13} {:>22}  {note}", o.path, o.calls_per_cycle, o.verdict.name(), bytes);
+    }
+    let leaks = outcomes.iter().filter(|o| o.verdict == Verdict::Leak).count();
+    let known = outcomes.iter().filter(|o| o.verdict == Verdict::Leak && o.known.is_some()).count();
+    let failing = outcomes.iter().filter(|o| o.fails()).count();
+    let _ = writeln!(out, "{} paths: {leaks} leak ({known} known findings), {failing} failing the sweep", outcomes.len());
+    out
+}
+
+/// The sweep's exit code: 1 when a row fails it, 3 when none does but a verdict stayed
+/// inconclusive, else 0.
+pub fn exit_code(outcomes: &[PathOutcome]) -> u8 {
+    if outcomes.iter().any(PathOutcome::fails) {
+        1
+    } else if outcomes.iter().any(|o| o.verdict == Verdict::Inconclusive) {
+        3
+    } else {
+        0
+    }
+}
+
+/// The command line of a sweep binary, after `prefix` (the arguments that lead to it, such as
+/// `sweep`): `[--json] [PATH...]` runs the paths, each in a child process; `--one PATH` runs
+/// one here and prints its outcome as JSON; `--list` names the paths. Returns the exit code.
+pub fn cli(prefix: &[String], rest: &[String]) -> u8 {
+    let name = std::env::args()
+        .next()
+        .and_then(|a| std::path::Path::new(&a).file_name().map(|f| f.to_string_lossy().into_owned()))
+        .unwrap_or_else(|| "sweep".to_string());
+    let mut json = false;
+    let mut names = Vec::new();
+    let mut it = rest.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--one" => {
+                let Some(n) = it.next() else {
+                    eprintln!("{name}: --one needs a path name; paths: {}", all_names());
+                    return 2;
+                };
+                let Some(p) = path(n) else {
+                    eprintln!("{name}: {}", SweepError::UnknownPath(n.clone(), all_names()));
+                    return 2;
+                };
+                return match run_path(p).and_then(|o| serde_json::to_string(&o).map_err(|e| SweepError::Run { path: n.clone(), message: e.to_string() })) {
+                    Ok(line) => {
+                        println!("{line}");
+                        0
+                    }
+                    Err(e) => {
+                        eprintln!("{name}: {e}");
+                        2
+                    }
+                };
+            }
+            "--list" => {
+                for p in PATHS.iter().chain(PLANTED) {
+                    println!("{:<26} {:>4} calls/cycle  {}", p.name, p.calls_per_cycle, p.what);
+                }
+                return 0;
+            }
+            "--json" => json = true,
+            "-h" | "--help" => {
+                println!("usage: {name} {}[--json] [--list] [PATH...]\nLeak sweep of rust-rocksdb {ROCKSDB_VERSION}: each path in a process of its own; exit 0 clean, 1 a leak that is not a known finding (or a failing path), 3 inconclusive, 2 error.", prefix.iter().map(|p| format!("{p} ")).collect::<String>());
+                return 0;
+            }
+            flag if flag.starts_with('-') => {
+                eprintln!("{name}: unknown option `{flag}` (options: --json, --list, --one PATH)");
+                return 2;
+            }
+            n => names.push(n.to_string()),
+        }
+    }
+    let exe = match std::env::current_exe() {
+        Ok(e) => e,
+        Err(e) => {
+            eprintln!("{name}: cannot find this program to run the paths: {e}");
+            return 2;
+        }
+    };
+    match run_all(&exe, prefix, &names) {
+        Ok(outcomes) => {
+            if json {
+                match serde_json::to_string_pretty(&outcomes) {
+                    Ok(s) => println!("{s}"),
+                    Err(e) => {
+                        eprintln!("{name}: {e}");
+                        return 2;
+                    }
+                }
+            } else {
+                print!("{}", table(&outcomes));
+            }
+            exit_code(&outcomes)
+        }
+        Err(e) => {
+            eprintln!("{name}: {e}");
+            2
+        }
+    }
+}
