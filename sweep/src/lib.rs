@@ -233,11 +233,14 @@ pub fn run_all(exe: &std::path::Path, args: &[String], names: &[String]) -> Resu
     let results = std::sync::Mutex::new(Vec::new());
     std::thread::scope(|s| {
         for _ in 0..2 {
-            s.spawn(|| loop {
-                let Some(p) = queue.lock().map(|mut q| q.pop()).unwrap_or(None) else { break };
-                let r = run_child(exe, args, p);
-                if let Ok(mut v) = results.lock() {
-                    v.push(r);
+            // The guard moves into `map` and is dropped there: the workers never hold the queue
+            // while a path runs.
+            s.spawn(|| {
+                while let Some(p) = queue.lock().map(|mut q| q.pop()).unwrap_or(None) {
+                    let r = run_child(exe, args, p);
+                    if let Ok(mut v) = results.lock() {
+                        v.push(r);
+                    }
                 }
             });
         }
