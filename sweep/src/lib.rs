@@ -84,6 +84,9 @@ pub enum SweepError {
     /// No path of that name.
     #[error("no sweep path `{0}`; paths: {1}")]
     UnknownPath(String, String),
+    /// Native allocations are not visible to jemalloc, so there is no byte signal to sweep with.
+    #[error("no byte signal: {0}")]
+    Coverage(leakcheck::probe::ProbeError),
     /// The check of a path could not run.
     #[error("{path}: {message}")]
     Run {
@@ -188,6 +191,8 @@ impl Lifecycle for PathStore {
 /// When the scratch directory cannot be made or the check cannot run (for example, native
 /// allocations are not visible to jemalloc: the error says what to enable).
 pub fn run_path(path: &'static SweepPath) -> Result<PathOutcome, SweepError> {
+    // The sweep is its bytes: without them every path would come out inconclusive.
+    leakcheck::probe::check_malloc_coverage().map_err(SweepError::Coverage)?;
     let scratch = tempfile::Builder::new()
         .prefix("leakcheck-sweep")
         .tempdir()
@@ -351,6 +356,10 @@ pub fn cli(prefix: &[String], rest: &[String]) -> u8 {
             }
             n => names.push(n.to_string()),
         }
+    }
+    if let Err(e) = leakcheck::probe::check_malloc_coverage() {
+        eprintln!("{name}: {}", SweepError::Coverage(e));
+        return 2;
     }
     let exe = match std::env::current_exe() {
         Ok(e) => e,
