@@ -311,7 +311,8 @@ pub fn exit_code(outcomes: &[PathOutcome]) -> u8 {
 
 /// The command line of a sweep binary, after `prefix` (the arguments that lead to it, such as
 /// `sweep`): `[--json] [PATH...]` runs the paths, each in a child process; `--one PATH` runs
-/// one here and prints its outcome as JSON; `--list` names the paths. Returns the exit code.
+/// one here and prints its outcome as JSON; `--list` names the paths; `--coverage` proves the
+/// byte signal works (native allocations visible to jemalloc). Returns the exit code.
 pub fn cli(prefix: &[String], rest: &[String]) -> u8 {
     let name = std::env::args()
         .next()
@@ -342,6 +343,21 @@ pub fn cli(prefix: &[String], rest: &[String]) -> u8 {
                     }
                 };
             }
+            "--coverage" => {
+                return match leakcheck::probe::check_malloc_coverage() {
+                    Ok(c) => {
+                        println!(
+                            "allocator coverage: C malloc of {} B moved jemalloc's stats.allocated by +{} B (rust-rocksdb {ROCKSDB_VERSION})",
+                            c.native_bytes, c.allocated_delta_bytes
+                        );
+                        0
+                    }
+                    Err(e) => {
+                        eprintln!("{name}: {}", SweepError::Coverage(e));
+                        2
+                    }
+                };
+            }
             "--list" => {
                 for p in PATHS.iter().chain(PLANTED) {
                     println!("{:<26} {:>4} calls/cycle  {}", p.name, p.calls_per_cycle, p.what);
@@ -350,11 +366,11 @@ pub fn cli(prefix: &[String], rest: &[String]) -> u8 {
             }
             "--json" => json = true,
             "-h" | "--help" => {
-                println!("usage: {name} {}[--json] [--list] [PATH...]\nLeak sweep of rust-rocksdb {ROCKSDB_VERSION}: each path in a process of its own; exit 0 clean, 1 a leak that is not a known finding (or a failing path), 3 inconclusive, 2 error.", prefix.iter().map(|p| format!("{p} ")).collect::<String>());
+                println!("usage: {name} {}[--json] [--list] [--coverage] [PATH...]\nLeak sweep of rust-rocksdb {ROCKSDB_VERSION}: each path in a process of its own; exit 0 clean, 1 a leak that is not a known finding (or a failing path), 3 inconclusive, 2 error.", prefix.iter().map(|p| format!("{p} ")).collect::<String>());
                 return 0;
             }
             flag if flag.starts_with('-') => {
-                eprintln!("{name}: unknown option `{flag}` (options: --json, --list, --one PATH)");
+                eprintln!("{name}: unknown option `{flag}` (options: --json, --list, --coverage, --one PATH)");
                 return 2;
             }
             n => names.push(n.to_string()),
