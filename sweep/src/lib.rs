@@ -44,10 +44,11 @@ pub struct Finding {
 }
 
 /// Known leaks of the binding, all fixed in 0.25.0 (rust-rocksdb PRs #1063 and #1057, and the
-/// compaction-filter fix of its changelog). The releases before 0.24.0 are listed from reading
+/// compaction-filter and column-family-metadata fixes of its changelog). The releases before 0.24.0 are listed from reading
 /// their source (the same code), not from a run.
 pub const FINDINGS: &[Finding] = &[
     Finding { path: "options-compaction-filter", releases: &["0.22.0", "0.23.0", "0.24.0"], write_up: "docs/binding-leaks/compaction-filter.md" },
+    Finding { path: "cf-metadata", releases: &["0.22.0", "0.23.0", "0.24.0"], write_up: "docs/binding-leaks/cf-metadata-name.md" },
     Finding { path: "create-cf-existing-fails", releases: &["0.22.0", "0.23.0", "0.24.0"], write_up: "docs/binding-leaks/create-cf-failure.md" },
     Finding { path: "options-comparator", releases: &["0.22.0", "0.23.0", "0.24.0"], write_up: "docs/binding-leaks/set-comparator.md" },
     Finding { path: "open-with-comparator", releases: &["0.22.0", "0.23.0", "0.24.0"], write_up: "docs/binding-leaks/set-comparator.md" },
@@ -278,7 +279,7 @@ pub fn table(outcomes: &[PathOutcome]) -> String {
     let mut out = String::new();
     let release = outcomes.first().map_or(ROCKSDB_VERSION, |o| o.rocksdb.as_str());
     let _ = writeln!(out, "leak sweep of rust-rocksdb {release}: unexplained bytes per call (95% interval), {CYCLES}+ cycles per path");
-    let _ = writeln!(out, "{:<26} {:>6} {:<13} {:>22}  note", "path", "calls", "verdict", "bytes/call [interval]");
+    let _ = writeln!(out, "{:<28} {:>6} {:<13} {:>22}  note", "path", "calls", "verdict", "bytes/call [interval]");
     for o in outcomes {
         let bytes = o.bytes_per_call.map_or("-".to_string(), |[s, l, u]| format!("{s:.2} [{l:.2}, {u:.2}]"));
         let note = match (&o.known, &o.first_error) {
@@ -288,7 +289,7 @@ pub fn table(outcomes: &[PathOutcome]) -> String {
             (None, None) if o.verdict == Verdict::Leak => "LEAK: not a known finding".to_string(),
             (None, None) => String::new(),
         };
-        let _ = writeln!(out, "{:<26} {:>6} {:<13} {:>22}  {note}", o.path, o.calls_per_cycle, o.verdict.name(), bytes);
+        let _ = writeln!(out, "{:<28} {:>6} {:<13} {:>22}  {note}", o.path, o.calls_per_cycle, o.verdict.name(), bytes);
     }
     let leaks = outcomes.iter().filter(|o| o.verdict == Verdict::Leak).count();
     let known = outcomes.iter().filter(|o| o.verdict == Verdict::Leak && o.known.is_some()).count();
@@ -360,7 +361,7 @@ pub fn cli(prefix: &[String], rest: &[String]) -> u8 {
             }
             "--list" => {
                 for p in PATHS.iter().chain(PLANTED) {
-                    println!("{:<26} {:>4} calls/cycle  {}", p.name, p.calls_per_cycle, p.what);
+                    println!("{:<28} {:>4} calls/cycle  {}", p.name, p.calls_per_cycle, p.what);
                 }
                 return 0;
             }

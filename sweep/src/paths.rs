@@ -7,8 +7,9 @@ use std::time::Duration;
 
 use rocksdb::checkpoint::Checkpoint;
 use rocksdb::{
-    ColumnFamilyDescriptor, CompactionDecision, DBCompressionType, IteratorMode, MergeOperands, OptimisticTransactionDB,
-    Options, SingleThreaded, SliceTransform, TransactionDB, TransactionDBOptions, WriteBatch, DB,
+    Cache, ColumnFamilyDescriptor, CompactionDecision, DBCompressionType, Env, IteratorMode, MergeOperands,
+    OptimisticTransactionDB, Options, Range, SingleThreaded, SliceTransform, TransactionDB, TransactionDBOptions,
+    WriteBatch, WriteBufferManager, DB,
 };
 
 use crate::SweepError;
@@ -250,6 +251,44 @@ pub const PATHS: &[SweepPath] = &[
         let db = f.db()?;
         db.merge(format!("m{}", i % 16), b"x").map_err(rocks("merge"))?;
         db.get(format!("m{}", i % 16)).map_err(rocks("get"))?;
+        Ok(())
+    }),
+    path!("cache-create", "an LRU cache made and dropped", 200, nothing, |_, _| {
+        drop(Cache::new_lru_cache(1 << 20));
+        Ok(())
+    }),
+    path!("write-buffer-manager-create", "a write buffer manager made and dropped", 200, nothing, |_, _| {
+        drop(WriteBufferManager::new_write_buffer_manager(1 << 20, false));
+        Ok(())
+    }),
+    path!("env-create", "an Env made and dropped", 200, nothing, |_, _| {
+        drop(Env::new().map_err(rocks("Env::new"))?);
+        Ok(())
+    }),
+    path!("load-latest-options", "Options::load_latest of a closed DB's options file", 20, closed_db, |f, _| {
+        let env = Env::new().map_err(rocks("Env::new"))?;
+        drop(Options::load_latest(f.dir.join("db"), env, false, Cache::new_lru_cache(1 << 20)).map_err(rocks("load_latest"))?);
+        Ok(())
+    }),
+    path!("load-latest-missing-fails", "Options::load_latest of a directory with no DB (error)", 200, nothing, |f, _| {
+        let env = Env::new().map_err(rocks("Env::new"))?;
+        must_fail("load_latest of a missing DB", Options::load_latest(f.dir.join("missing"), env, false, Cache::new_lru_cache(1 << 20)))
+    }),
+    // Metadata of a live DB.
+    path!("cf-metadata", "get_column_family_metadata", 200, open_db, |f, _| {
+        drop(f.db()?.get_column_family_metadata());
+        Ok(())
+    }),
+    path!("live-files", "live_files", 200, open_db, |f, _| {
+        f.db()?.live_files().map_err(rocks("live_files"))?;
+        Ok(())
+    }),
+    path!("approximate-sizes", "get_approximate_sizes of one range", 200, open_db, |f, _| {
+        drop(f.db()?.get_approximate_sizes(&[Range::new(b"key0000", b"key0099")]));
+        Ok(())
+    }),
+    path!("property-int-value", "property_int_value of rocksdb.estimate-num-keys", 200, open_db, |f, _| {
+        f.db()?.property_int_value("rocksdb.estimate-num-keys").map_err(rocks("property_int_value"))?;
         Ok(())
     }),
     // Reads and writes.
