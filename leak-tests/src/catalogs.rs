@@ -7,7 +7,6 @@
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::Mutex;
 use std::time::Instant;
 
 use crate::clean::{clean_store, run_clean_report, CleanOutcome, CHECK_CYCLES, CHECK_MAX_CYCLES, CLEAN_CATALOG};
@@ -269,21 +268,11 @@ pub fn run_catalogs(
         variants.push(o);
     }
     let jobs: Vec<(&str, u64)> = CLEAN_CATALOG.iter().flat_map(|s| (0..clean_seeds).map(move |seed| (s.name, seed))).collect();
-    let queue = Mutex::new(jobs.into_iter().rev().collect::<Vec<_>>());
-    let results = Mutex::new(Vec::new());
-    std::thread::scope(|scope| {
-        for _ in 0..2 {
-            scope.spawn(|| {
-                while let Some((name, seed)) = queue.lock().ok().and_then(|mut q| q.pop()) {
-                    let r = child::<CleanOutcome>(exe, &["clean-store", name, "--seed", &seed.to_string()], format!("clean store {name}"));
-                    if let Ok(mut all) = results.lock() {
-                        all.push(r);
-                    }
-                }
-            });
-        }
-    });
-    let mut clean = results.into_inner().unwrap_or_else(|p| p.into_inner()).into_iter().collect::<Result<Vec<_>, _>>()?;
+    let mut clean = leakcheck::runner::in_parallel(jobs, 2, |(name, seed)| {
+        child::<CleanOutcome>(exe, &["clean-store", name, "--seed", &seed.to_string()], format!("clean store {name}"))
+    })
+    .into_iter()
+    .collect::<Result<Vec<_>, _>>()?;
     clean.sort_by(|a, b| (&a.store, a.seed).cmp(&(&b.store, b.seed)));
     Ok(CatalogRun { variants, clean, clean_seeds, seconds: started.elapsed().as_secs_f64() })
 }

@@ -11,7 +11,6 @@
 
 use std::collections::BTreeMap;
 use std::process::Command;
-use std::sync::Mutex;
 
 use leak_tests::clean::{CleanOutcome, CLEAN_CATALOG};
 use leak_tests::mutants::{Mutant, MutantOutcome, CATALOG, PLAN};
@@ -50,6 +49,12 @@ enum Job {
     Profile(&'static Mutant),
 }
 
+enum Done {
+    Variant(&'static str, MutantOutcome),
+    Clean(CleanOutcome),
+    Profile(&'static str, Box<RunReport>),
+}
+
 /// `leakcheck check --plant NAME --profile` (no `--plant` for the reference store), its report.
 fn run_profiled(m: &Mutant) -> RunReport {
     let mut args = vec!["check", "--faults", PLAN, "--cycles", PROFILE_CYCLES, "--max-cycles", PROFILE_CYCLES, "--profile", PROFILE_LG, "--json"];
@@ -76,34 +81,26 @@ fn every_variant_is_caught_and_every_clean_store_is_clean() {
     for seed in CLEAN_SEEDS {
         jobs.extend(CLEAN_CATALOG.iter().map(|c| Job::Clean(c.name, seed)));
     }
-    let queue = Mutex::new(jobs);
-    let results = Mutex::new(BTreeMap::new());
-    let clean = Mutex::new(Vec::new());
-    let profiles = Mutex::new(BTreeMap::new());
-    std::thread::scope(|s| {
-        for _ in 0..2 {
-            s.spawn(|| loop {
-                let Some(job) = queue.lock().expect("queue").pop() else { break };
-                match job {
-                    Job::Variant(name) => {
-                        let outcome = run(name);
-                        results.lock().expect("results").insert(name, outcome);
-                    }
-                    Job::Clean(name, seed) => {
-                        let outcome = run_clean(name, seed);
-                        clean.lock().expect("clean").push(outcome);
-                    }
-                    Job::Profile(m) => {
-                        let report = run_profiled(m);
-                        profiles.lock().expect("profiles").insert(m.name, report);
-                    }
-                }
-            });
-        }
+    jobs.reverse(); // the clean stores, pushed last, run first
+    let done = leakcheck::runner::in_parallel(jobs, 2, |job| match job {
+        Job::Variant(name) => Done::Variant(name, run(name)),
+        Job::Clean(name, seed) => Done::Clean(run_clean(name, seed)),
+        Job::Profile(m) => Done::Profile(m.name, Box::new(run_profiled(m))),
     });
-    let results = results.into_inner().expect("results");
-    let mut clean = clean.into_inner().expect("clean");
-    let profiles = profiles.into_inner().expect("profiles");
+    let mut results = BTreeMap::new();
+    let mut clean = Vec::new();
+    let mut profiles = BTreeMap::new();
+    for d in done {
+        match d {
+            Done::Variant(name, outcome) => {
+                results.insert(name, outcome);
+            }
+            Done::Clean(outcome) => clean.push(outcome),
+            Done::Profile(name, report) => {
+                profiles.insert(name, report);
+            }
+        }
+    }
     clean.sort_by(|a, b| (&a.store, a.seed).cmp(&(&b.store, b.seed)));
 
     println!("{:<32} {:<9} {:>8} {:>7}  signals", "variant", "detected", "seconds", "cycles");
@@ -210,7 +207,7 @@ fn every_variant_is_caught_and_every_clean_store_is_clean() {
         let Some(r) = profiles.get(m.name) else { continue };
         match m.heap_stack {
             Some(function) => {
-                let named = r.heap_growth.iter().take(3).find(|g| g.frames.iter().any(|f| f.contains(function)));
+                let named = r.heap_stack_naming(function, 3);
                 let named = named.unwrap_or_else(|| panic!("{}: no top-3 stack names {function}: {:#?}", m.name, r.heap_growth));
                 assert!(named.lower_bytes_per_cycle > tolerance, "{}: {function} not proven above {tolerance} B/cycle: {named:?}", m.name);
             }

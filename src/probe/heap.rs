@@ -344,7 +344,7 @@ pub fn named_frames(stack: &[u64], resolve: &dyn Fn(u64) -> Vec<Frame>) -> Vec<S
     let frames: Vec<Frame> = stack.iter().flat_map(|a| resolve(*a)).collect();
     let first = frames
         .iter()
-        .position(|f| !super::stacks::ALLOCATOR.iter().any(|p| f.function.trim_start_matches('<').starts_with(p)))
+        .position(|f| !super::stacks::is_allocator(f.function.trim_start_matches('<')))
         .unwrap_or(0);
     frames[first..]
         .iter()

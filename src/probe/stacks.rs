@@ -6,7 +6,7 @@
 /// Allocator machinery at the inner end of every sampled stack: left out when a stack is named.
 /// (`__rustc::` is the prefix of the global allocator's shims in recent Rust; `irallocx`,
 /// `ixallocx` are jemalloc's reallocation paths.)
-pub(crate) const ALLOCATOR: [&str; 22] = [
+const ALLOCATOR: [&str; 22] = [
     "prof_", "je_", "_rjem_", "do_rallocx", "imalloc", "ialloc", "irallocx", "ixallocx", "malloc", "calloc", "realloc",
     "posix_memalign", "aligned_alloc", "operator new", "__rust_alloc", "__rust_realloc", "__rustc::", "__rdl_", "__rg_",
     "alloc::alloc::", "alloc::raw_vec::", "tikv_jemallocator",
@@ -38,7 +38,12 @@ const PRIMITIVES: [&str; 17] =
 
 /// Whether a frame (as [`function_path`] reads it) is the allocator's or the standard library's.
 fn is_library(path: &str) -> bool {
-    ALLOCATOR.iter().chain(LIBRARY.iter()).any(|p| path.starts_with(p)) || path.starts_with(['[', '&', '*', '('])
+    is_allocator(path) || LIBRARY.iter().any(|p| path.starts_with(p)) || path.starts_with(['[', '&', '*', '('])
+}
+
+/// Whether a function (with any leading `<` trimmed) is the allocator's machinery.
+pub(crate) fn is_allocator(path: &str) -> bool {
+    ALLOCATOR.iter().any(|p| path.starts_with(p))
 }
 
 /// A frame's function as a path to match prefixes against: no `file:line`, no leading `<`, and an

@@ -317,6 +317,12 @@ impl RunReport {
         self.signals.iter().find(|s| s.family() == Some(signal))
     }
 
+    /// Among the `within` largest stacks of the heap's growth (`--profile`), the first with a
+    /// frame naming `function` (a part of the frame's text, such as `KvService::options`).
+    pub fn heap_stack_naming(&self, function: &str, within: usize) -> Option<&HeapStack> {
+        self.heap_growth.iter().take(within).find(|g| g.frames.iter().any(|f| f.contains(function)))
+    }
+
     /// The bytes signal that the run's leak rate comes from.
     pub fn bytes_signal(&self) -> Option<&SignalEntry> {
         self.leak_rate.as_ref().and_then(|r| crate::Signal::of_name(&r.signal)).and_then(|s| self.signal(s))

@@ -233,30 +233,13 @@ pub fn run_path(path: &'static SweepPath) -> Result<PathOutcome, SweepError> {
 /// # Errors
 /// An unknown name, or a path process that failed or printed no outcome.
 pub fn run_all(exe: &std::path::Path, args: &[String], names: &[String]) -> Result<Vec<PathOutcome>, SweepError> {
-    let chosen: Vec<&'static SweepPath> = if names.is_empty() {
+    let mut chosen: Vec<&'static SweepPath> = if names.is_empty() {
         PATHS.iter().collect()
     } else {
         names.iter().map(|n| path(n).ok_or_else(|| SweepError::UnknownPath(n.clone(), all_names()))).collect::<Result<_, _>>()?
     };
-    let queue = std::sync::Mutex::new(chosen.into_iter().rev().collect::<Vec<_>>());
-    let results = std::sync::Mutex::new(Vec::new());
-    std::thread::scope(|s| {
-        for _ in 0..2 {
-            // The guard moves into `map` and is dropped there: the workers never hold the queue
-            // while a path runs.
-            s.spawn(|| {
-                while let Some(p) = queue.lock().map(|mut q| q.pop()).unwrap_or(None) {
-                    let r = run_child(exe, args, p);
-                    if let Ok(mut v) = results.lock() {
-                        v.push(r);
-                    }
-                }
-            });
-        }
-    });
-    let mut out = results.into_inner().unwrap_or_default().into_iter().collect::<Result<Vec<_>, _>>()?;
-    out.sort_by_key(|o| PATHS.iter().chain(PLANTED).position(|p| p.name == o.path));
-    Ok(out)
+    chosen.sort_by_key(|c| PATHS.iter().chain(PLANTED).position(|p| p.name == c.name)); // the table's order
+    leakcheck::runner::in_parallel(chosen, 2, |p| run_child(exe, args, p)).into_iter().collect()
 }
 
 fn run_child(exe: &std::path::Path, args: &[String], p: &SweepPath) -> Result<PathOutcome, SweepError> {

@@ -100,9 +100,7 @@ fn open_db(dir: &Path) -> Result<Fixture, SweepError> {
     if db.cf_handle("scratch").is_some() {
         db.drop_cf("scratch").map_err(rocks("drop_cf"))?;
     }
-    let mut f = Fixture::bare(dir);
-    f.db = Some(db);
-    Ok(f)
+    Ok(Fixture { db: Some(db), ..Fixture::bare(dir) })
 }
 
 /// A closed DB on disk, with `cf` (for the open paths).
@@ -115,9 +113,7 @@ fn merge_db(dir: &Path) -> Result<Fixture, SweepError> {
     let mut o = created();
     o.set_merge_operator_associative("concat", concat);
     let db = DB::open(&o, dir.join("merge")).map_err(rocks("open with merge operator"))?;
-    let mut f = Fixture::bare(dir);
-    f.db = Some(db);
-    Ok(f)
+    Ok(Fixture { db: Some(db), ..Fixture::bare(dir) })
 }
 
 fn concat(_key: &[u8], existing: Option<&[u8]>, operands: &MergeOperands) -> Option<Vec<u8>> {
@@ -131,16 +127,12 @@ fn concat(_key: &[u8], existing: Option<&[u8]>, operands: &MergeOperands) -> Opt
 
 fn transaction_db(dir: &Path) -> Result<Fixture, SweepError> {
     let db = TransactionDB::<SingleThreaded>::open(&created(), &TransactionDBOptions::default(), dir.join("txn")).map_err(rocks("open transaction db"))?;
-    let mut f = Fixture::bare(dir);
-    f.txn_db = Some(db);
-    Ok(f)
+    Ok(Fixture { txn_db: Some(db), ..Fixture::bare(dir) })
 }
 
 fn optimistic_db(dir: &Path) -> Result<Fixture, SweepError> {
     let db = OptimisticTransactionDB::<SingleThreaded>::open(&created(), dir.join("otxn")).map_err(rocks("open optimistic db"))?;
-    let mut f = Fixture::bare(dir);
-    f.optimistic = Some(db);
-    Ok(f)
+    Ok(Fixture { optimistic: Some(db), ..Fixture::bare(dir) })
 }
 
 /// A read-only DB over the closed DB.

@@ -22,7 +22,7 @@ fn the_profile_names_the_function_that_made_the_leaked_options() -> Result<(), B
     let outcome = leakcheck::check(&mut service, &ledger).cycles(60).max_cycles(60).faults("close.flush=every:3").profile(12).run()?;
     let r = &outcome.report;
     let tolerance = Tolerances::default().allocated_bytes_per_cycle;
-    let named = r.heap_growth.iter().take(3).find(|g| g.frames.iter().any(|f| f.contains("KvService::options")));
+    let named = r.heap_stack_naming("KvService::options", 3);
     let shown: Vec<String> =
         r.heap_growth.iter().take(5).map(|g| format!("{:.0} B/cycle: {}", g.bytes_per_cycle, g.frames.iter().take(12).cloned().collect::<Vec<_>>().join(" <- "))).collect();
     let named = named.ok_or_else(|| format!("no top-3 stack names KvService::options: {shown:#?}"))?;
