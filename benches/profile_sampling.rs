@@ -92,7 +92,7 @@ fn run(size: usize, cycles: u64, lg: u32, tolerance: f64) -> (bool, f64, f64) {
     };
     let stack = outcome.report.heap_stack_naming("PlantedMalloc", 3);
     match stack {
-        Some(g) => (g.lower_bytes_per_cycle > tolerance, g.bytes_per_cycle, g.lower_bytes_per_cycle),
+        Some(g) => (g.unexplained_lower_bytes_per_cycle() > tolerance, g.unexplained_bytes_per_cycle(), g.unexplained_lower_bytes_per_cycle()),
         None => (false, 0.0, 0.0),
     }
 }

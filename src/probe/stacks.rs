@@ -61,6 +61,18 @@ fn function_path(frame: &str) -> &str {
     }
 }
 
+/// RocksDB functions that read a block into a block cache or insert one there: the live bytes
+/// under them are cache entries, which the cache's usage counts (or blocks pinned by a reader,
+/// which it counts too, beyond capacity).
+const CACHE_FILL: [&str; 3] = ["MaybeReadBlockAndLoadToCache", "PutDataBlockToCache", "InsertEntryToCache"];
+
+/// Whether a stack stores a block in a block cache ([`CACHE_FILL`] among its frames). Such growth
+/// is a cache filling as long as the caches' usage within capacity grew as much over the same
+/// cycles; the runner explains it up to that much and no further.
+pub fn fills_a_block_cache(frames: &[String]) -> bool {
+    frames.iter().any(|f| CACHE_FILL.iter().any(|c| function_path(f).contains(c)))
+}
+
 /// A stack in one line for a table: its innermost frame and the first frame of the user's own code
 /// (a frame with a source location outside the standard library and the registry's crates, not
 /// leakcheck's), each function cut to `width` characters; the first three frames when no frame
@@ -137,6 +149,23 @@ mod tests {
         assert!(is_leakcheck_bookkeeping(&error_text));
         assert!(!is_leakcheck_bookkeeping(&store));
         assert!(!is_leakcheck_bookkeeping(&native));
+    }
+
+    #[test]
+    fn a_block_cache_fill_is_read_from_rocksdbs_cache_functions() {
+        let frames = |f: &[&str]| f.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let fill = frames(&[
+            "rocksdb::BlockFetcher::ReadBlock(bool)",
+            "std::enable_if<(true), rocksdb::Status>::type rocksdb::BlockBasedTable::MaybeReadBlockAndLoadToCache<rocksdb::Block_kData>(rocksdb::FilePrefetchBuffer*) const",
+            "rocksdb::DBImpl::Get(rocksdb::ReadOptions const&)",
+        ]);
+        let handle = frames(&["rocksdb::lru_cache::LRUCacheShard::CreateHandle(rocksdb::Slice const&)", "rocksdb::BlockBasedTable::PutDataBlockToCache<rocksdb::Block_kData>()"]);
+        let uncached = frames(&["rocksdb::BlockFetcher::ReadBlock(bool)", "rocksdb::BlockBasedTable::ReadAndParseBlockFromFile()"]);
+        let options = frames(&["rocksdb_options_create", "kv_service::KvService::options (/work/kv/src/lib.rs:112)"]);
+        assert!(fills_a_block_cache(&fill));
+        assert!(fills_a_block_cache(&handle));
+        assert!(!fills_a_block_cache(&uncached));
+        assert!(!fills_a_block_cache(&options));
     }
 
     #[test]

@@ -218,9 +218,28 @@ pub struct HeapStack {
     /// (a stack sampled once or twice proves little growth).
     #[serde(default)]
     pub lower_bytes_per_cycle: f64,
+    /// The part of `bytes_per_cycle` that a block cache filling accounts for: a stack that stores
+    /// blocks in a cache ([`crate::probe::stacks::fills_a_block_cache`]) is explained up to the
+    /// growth of the caches' usage within capacity (with the allocator's rounding, as the verdict
+    /// counts it) over the same cycles, shared out largest stack first. 0 for any other stack.
+    #[serde(default)]
+    pub explained_bytes_per_cycle: f64,
     /// The stack's functions, innermost first, allocator frames left out (`file:line` after a
     /// name where debug info has it).
     pub frames: Vec<String>,
+}
+
+impl HeapStack {
+    /// The growth no cache filling accounts for: what the stacks are ranked by.
+    pub fn unexplained_bytes_per_cycle(&self) -> f64 {
+        (self.bytes_per_cycle - self.explained_bytes_per_cycle).max(0.0)
+    }
+
+    /// The 95% lower bound on the unexplained growth (the sampled bound less the explained part,
+    /// which is measured, not sampled).
+    pub fn unexplained_lower_bytes_per_cycle(&self) -> f64 {
+        (self.lower_bytes_per_cycle - self.explained_bytes_per_cycle).max(0.0)
+    }
 }
 
 /// A run's report (schema version [`SCHEMA_VERSION`]).
@@ -262,7 +281,8 @@ pub struct RunReport {
     /// The ledger after the last cycle.
     pub ledger: LeakReport,
     /// With `--profile`: the call stacks whose live bytes grew most between the end of the
-    /// warm-up and the end of the run (jemalloc's heap profile), most first.
+    /// warm-up and the end of the run (jemalloc's heap profile), the most unexplained growth
+    /// first ([`HeapStack::unexplained_bytes_per_cycle`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub heap_growth: Vec<HeapStack>,
 }
@@ -317,8 +337,9 @@ impl RunReport {
         self.signals.iter().find(|s| s.family() == Some(signal))
     }
 
-    /// Among the `within` largest stacks of the heap's growth (`--profile`), the first with a
-    /// frame naming `function` (a part of the frame's text, such as `KvService::options`).
+    /// Among the `within` first stacks of the heap's growth (`--profile`; the most unexplained
+    /// first), the first with a frame naming `function` (a part of the frame's text, such as
+    /// `KvService::options`).
     pub fn heap_stack_naming(&self, function: &str, within: usize) -> Option<&HeapStack> {
         self.heap_growth.iter().take(within).find(|g| g.frames.iter().any(|f| f.contains(function)))
     }

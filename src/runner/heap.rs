@@ -27,6 +27,14 @@ pub(super) struct HeapRun {
     lg: u32,
     warmup: u64,
     first_after: Option<u64>,
+    /// The caches' explained fill ([`cache_fill`]) when the first dump was taken.
+    first_cache_fill: Option<u64>,
+}
+
+/// The block caches' usage that the verdict explains, at the last sample: their usage within
+/// capacity plus the allocator's rounding of it (0 without RocksDB's figures).
+pub(super) fn cache_fill(samples: &[crate::verdict::CycleSample]) -> Option<u64> {
+    samples.last().map(|s| s.sample.rocksdb.map_or(0, |m| m.cache_bytes() + m.cache_rounding_bytes()))
 }
 
 #[cfg(not(feature = "profiling"))]
@@ -35,11 +43,11 @@ impl HeapRun {
         Err(super::invalid("--profile", "this build has no heap profiler (leakcheck's feature `profiling`)"))
     }
 
-    pub(super) fn after_cycle(&mut self, _cycle: u64) -> Result<(), RunError> {
+    pub(super) fn after_cycle(&mut self, _cycle: u64, _cache_fill: Option<u64>) -> Result<(), RunError> {
         match self.0 {}
     }
 
-    pub(super) fn finish(self, _cycles_run: u64) -> Result<Vec<HeapStack>, RunError> {
+    pub(super) fn finish(self, _cycles_run: u64, _cache_fill: Option<u64>) -> Result<Vec<HeapStack>, RunError> {
         match self.0 {}
     }
 }
@@ -62,28 +70,31 @@ impl HeapRun {
             }
         };
         crate::probe::heap::require_available().map_err(RunError::Profile)?;
-        Ok(HeapRun { dir, keep_files, _scratch: scratch, lg, warmup: warmup.max(2), first_after: None })
+        Ok(HeapRun { dir, keep_files, _scratch: scratch, lg, warmup: warmup.max(2), first_after: None, first_cache_fill: None })
     }
 
     /// After `cycles` cycles: sampling starts after the first cycle (the run's check that native
     /// allocations are visible to jemalloc comes before it, undisturbed by sampling), and the
     /// first dump is taken once the warm-up is over. Only the file is written now; it is read at
     /// the end, so that nothing the profile holds stays in memory during the measured cycles.
-    pub(super) fn after_cycle(&mut self, cycles: u64) -> Result<(), RunError> {
+    /// `cache_fill` is [`cache_fill`] of the samples so far.
+    pub(super) fn after_cycle(&mut self, cycles: u64, cache_fill: Option<u64>) -> Result<(), RunError> {
         if cycles == 1 {
             crate::probe::heap::start(self.lg).map_err(RunError::Profile)?;
         }
         if self.first_after.is_none() && cycles >= self.warmup {
             crate::probe::heap::dump(&self.dir.join("heap-first.prof")).map_err(RunError::Profile)?;
             self.first_after = Some(cycles);
+            self.first_cache_fill = cache_fill;
         }
         Ok(())
     }
 
     /// The last dump, the growth per stack, and the files: `heap-first.pb.gz`, `heap-last.pb.gz`
     /// (pprof; `pprof -base heap-first.pb.gz heap-last.pb.gz`), `heap-growth.folded` and the flame
-    /// graph `heap-growth.svg`.
-    pub(super) fn finish(self, cycles_run: u64) -> Result<Vec<HeapStack>, RunError> {
+    /// graph `heap-growth.svg`. The stacks are ranked by the growth that the caches' fill from
+    /// the first dump to the end (`cache_fill`, as [`cache_fill`]) does not explain.
+    pub(super) fn finish(self, cycles_run: u64, cache_fill: Option<u64>) -> Result<Vec<HeapStack>, RunError> {
         use crate::probe::heap::{self, HeapProfile};
         let Some(first_after) = self.first_after else {
             heap::stop();
@@ -98,7 +109,8 @@ impl HeapRun {
         };
         let first = read(&self.dir.join("heap-first.prof"))?;
         let last = read(&last_path)?;
-        let growth = last.growth_since(&first, cycles_run.saturating_sub(first_after).max(1));
+        let cycles = cycles_run.saturating_sub(first_after).max(1);
+        let growth = last.growth_since(&first, cycles);
         let resolve = heap::resolve;
         if self.keep_files {
             let write = |name: &str, data: &[u8]| {
@@ -110,11 +122,65 @@ impl HeapRun {
             let title = format!("heap growth, cycles {first_after} to {cycles_run} (all stacks, leakcheck's own included)");
             write("heap-growth.svg", heap::flame_svg(&growth, &resolve, &title).as_bytes())?;
         }
-        Ok(growth
+        let stacks: Vec<HeapStack> = growth
             .iter()
-            .map(|g| HeapStack { bytes_per_cycle: g.bytes_per_cycle, objects: g.objects, lower_bytes_per_cycle: g.lower_bytes_per_cycle, frames: heap::named_frames(&g.stack, &resolve) })
+            .map(|g| HeapStack {
+                bytes_per_cycle: g.bytes_per_cycle,
+                objects: g.objects,
+                lower_bytes_per_cycle: g.lower_bytes_per_cycle,
+                explained_bytes_per_cycle: 0.0,
+                frames: heap::named_frames(&g.stack, &resolve),
+            })
             .filter(|s| !crate::probe::stacks::is_leakcheck_bookkeeping(&s.frames))
-            .take(TOP)
-            .collect())
+            .collect();
+        let filled = match (self.first_cache_fill, cache_fill) {
+            (Some(a), Some(b)) => b.saturating_sub(a) as f64 / cycles as f64,
+            _ => 0.0,
+        };
+        Ok(explain_cache_fill(stacks, filled).into_iter().take(TOP).collect())
+    }
+}
+
+/// Explains the stacks that fill a block cache by `filled` bytes per cycle (the caches' growth),
+/// largest stack first, each up to its own growth; then ranks all by what stays unexplained.
+#[cfg_attr(not(feature = "profiling"), allow(dead_code))]
+fn explain_cache_fill(mut stacks: Vec<HeapStack>, filled: f64) -> Vec<HeapStack> {
+    let mut left = filled.max(0.0);
+    for s in stacks.iter_mut().filter(|s| crate::probe::stacks::fills_a_block_cache(&s.frames)) {
+        s.explained_bytes_per_cycle = s.bytes_per_cycle.min(left);
+        left -= s.explained_bytes_per_cycle;
+    }
+    stacks.sort_by(|a, b| b.unexplained_bytes_per_cycle().total_cmp(&a.unexplained_bytes_per_cycle()));
+    stacks
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stack(bytes: f64, frames: &[&str]) -> HeapStack {
+        HeapStack {
+            bytes_per_cycle: bytes,
+            objects: 10,
+            lower_bytes_per_cycle: bytes / 2.0,
+            explained_bytes_per_cycle: 0.0,
+            frames: frames.iter().map(|f| f.to_string()).collect(),
+        }
+    }
+
+    /// A filling cache explains its own stacks up to its measured growth, and no other stack:
+    /// a leak comes first, and blocks pinned beyond what the cache grew stay unexplained.
+    #[test]
+    fn cache_fill_explains_only_cache_stacks_and_only_as_much_as_the_cache_grew() {
+        let fill = ["rocksdb::BlockFetcher::ReadBlock(bool)", "rocksdb::BlockBasedTable::MaybeReadBlockAndLoadToCache<rocksdb::Block_kData>()"];
+        let stacks = vec![stack(3000.0, &fill), stack(2000.0, &fill), stack(500.0, &["rocksdb_options_create", "kv::options"])];
+        let ranked = explain_cache_fill(stacks.clone(), 4800.0);
+        assert_eq!(ranked[0].frames[0], "rocksdb_options_create");
+        assert_eq!(ranked[0].explained_bytes_per_cycle, 0.0);
+        assert_eq!(ranked[1].unexplained_bytes_per_cycle(), 200.0);
+        assert_eq!(ranked.iter().map(|s| s.explained_bytes_per_cycle).sum::<f64>(), 4800.0);
+        let full = explain_cache_fill(stacks, 0.0);
+        assert_eq!(full[0].bytes_per_cycle, 3000.0);
+        assert!(full.iter().all(|s| s.explained_bytes_per_cycle == 0.0));
     }
 }

@@ -448,7 +448,7 @@ fn drive<L: Lifecycle>(store: &mut L, ledger: &Ledger, opts: &RunOptions, plan: 
             )
         });
         if let Some(h) = heap.as_mut() {
-            if let Err(e) = h.after_cycle(cycle) {
+            if let Err(e) = h.after_cycle(cycle, heap::cache_fill(p.samples)) {
                 write_error = Some(e);
                 return ControlFlow::Break(());
             }
@@ -473,7 +473,7 @@ fn drive<L: Lifecycle>(store: &mut L, ledger: &Ledger, opts: &RunOptions, plan: 
     let mut r = RunReport::new(settings, &h.verdict, summary, h.ledger.clone(), h.cycles_run, elapsed, true);
     r.interrupted = interrupted;
     if let Some(heap) = heap {
-        r.heap_growth = heap.finish(h.cycles_run)?;
+        r.heap_growth = heap.finish(h.cycles_run, heap::cache_fill(&h.samples))?;
     }
     if let Some(dir) = &opts.report {
         write_report(dir, &r, &h.samples, true)?;

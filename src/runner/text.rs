@@ -91,13 +91,18 @@ pub(crate) fn table(r: &RunReport) -> String {
     }
     if !r.heap_growth.is_empty() {
         let _ = writeln!(out, "\nheap growth by call stack (jemalloc's heap profile, after the warm-up to the end;");
-        let _ = writeln!(out, "per cycle, estimate and 95% lower bound from the samples):");
+        let _ = writeln!(out, "unexplained per cycle, estimate and 95% lower bound from the samples; a block cache's fill explained):");
         for g in r.heap_growth.iter().take(5) {
+            let explained = if g.explained_bytes_per_cycle > 0.0 {
+                format!(" (and {} a filling block cache explains)", human_bytes(g.explained_bytes_per_cycle))
+            } else {
+                String::new()
+            };
             let _ = writeln!(
                 out,
-                "  {:>10} (>= {:>10}) {:>4} samples  {}",
-                human_bytes(g.bytes_per_cycle),
-                human_bytes(g.lower_bytes_per_cycle),
+                "  {:>10} (>= {:>10}) {:>4} samples  {}{explained}",
+                human_bytes(g.unexplained_bytes_per_cycle()),
+                human_bytes(g.unexplained_lower_bytes_per_cycle()),
                 g.objects,
                 crate::probe::stacks::headline(&g.frames, 100)
             );

@@ -23,9 +23,21 @@ fn the_profile_names_the_function_that_made_the_leaked_options() -> Result<(), B
     let r = &outcome.report;
     let tolerance = Tolerances::default().allocated_bytes_per_cycle;
     let named = r.heap_stack_naming("KvService::options", 3);
-    let shown: Vec<String> =
-        r.heap_growth.iter().take(5).map(|g| format!("{:.0} B/cycle: {}", g.bytes_per_cycle, g.frames.iter().take(12).cloned().collect::<Vec<_>>().join(" <- "))).collect();
+    // The block cache (8 MiB) fills all run long: its stacks are explained by its usage, and
+    // ranked below the leak.
+    let shown: Vec<String> = r
+        .heap_growth
+        .iter()
+        .take(5)
+        .map(|g| {
+            let frames = g.frames.iter().take(12).cloned().collect::<Vec<_>>().join(" <- ");
+            format!("{:.0} B/cycle, {:.0} of it cache fill: {frames}", g.bytes_per_cycle, g.explained_bytes_per_cycle)
+        })
+        .collect();
+    println!("{shown:#?}");
+    let fill: Vec<f64> = r.heap_growth.iter().filter(|g| g.explained_bytes_per_cycle > 0.0).map(|g| g.explained_bytes_per_cycle).collect();
+    println!("block cache fill explained: {:.0} B/cycle in {} of the report's stacks (those wholly explained rank last)", fill.iter().sum::<f64>(), fill.len());
     let named = named.ok_or_else(|| format!("no top-3 stack names KvService::options: {shown:#?}"))?;
-    assert!(named.lower_bytes_per_cycle > tolerance, "{named:?}");
+    assert!(named.unexplained_lower_bytes_per_cycle() > tolerance, "{named:?}");
     Ok(())
 }
