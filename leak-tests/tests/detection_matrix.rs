@@ -148,6 +148,15 @@ fn every_variant_is_caught_and_every_clean_store_is_clean() {
             );
         }
     }
+    println!("\n{:<32} {:>12} {:>12} {:>12} {:>7} {:>6}  top functions of the heap's growth", "variant", "bytes/cycle", "cache fill", "unexpl. >=", "samples", "stacks");
+    for (name, r) in &profiles {
+        for f in r.heap_growth_by_function.iter().take(3) {
+            println!(
+                "{:<32} {:>12.0} {:>12.0} {:>12.0} {:>7} {:>6}  {}",
+                name, f.bytes_per_cycle, f.explained_bytes_per_cycle, f.unexplained_lower_bytes_per_cycle, f.objects, f.stacks, f.function
+            );
+        }
+    }
     let planted = CATALOG.iter().filter(|m| !m.expected.is_empty()).count();
     let caught = CATALOG.iter().filter(|m| !m.expected.is_empty() && results[m.name].detected).count();
     let called_clean = clean.iter().filter(|o| o.verdict == Verdict::Clean).count();
@@ -220,10 +229,16 @@ fn every_variant_is_caught_and_every_clean_store_is_clean() {
                 let named = r.heap_stack_naming(function, 3);
                 let named = named.unwrap_or_else(|| panic!("{}: no top-3 stack names {function}: {:#?}", m.name, r.heap_growth));
                 assert!(named.unexplained_lower_bytes_per_cycle() > tolerance, "{}: {function} not proven above {tolerance} B/cycle: {named:?}", m.name);
+                // Summed over its stacks, the planting function is the first of the growth.
+                let first = r.heap_function_naming(function, 1);
+                let first = first.unwrap_or_else(|| panic!("{}: {function} is not the first function: {:#?}", m.name, r.heap_growth_by_function));
+                assert!(first.unexplained_lower_bytes_per_cycle > tolerance, "{}: {function} not proven above {tolerance} B/cycle: {first:?}", m.name);
             }
             None => {
                 let above: Vec<_> = r.heap_growth.iter().filter(|g| g.unexplained_lower_bytes_per_cycle() > tolerance).collect();
                 assert!(above.is_empty(), "the reference store's heap grew above {tolerance} B/cycle: {above:#?}");
+                let above: Vec<_> = r.heap_growth_by_function.iter().filter(|f| f.unexplained_lower_bytes_per_cycle > tolerance).collect();
+                assert!(above.is_empty(), "a function of the reference store grew above {tolerance} B/cycle: {above:#?}");
             }
         }
     }

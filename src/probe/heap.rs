@@ -250,20 +250,32 @@ impl HeapProfile {
     /// What grew per stack from `earlier` to this profile over `cycles` cycles, most first. Stacks
     /// that shrank or stayed are left out.
     pub fn growth_since(&self, earlier: &HeapProfile, cycles: u64) -> Vec<StackGrowth> {
-        let mut out: Vec<StackGrowth> = self
-            .stacks
-            .iter()
-            .filter_map(|(stack, now)| {
-                let before = earlier.stacks.get(stack).copied().unwrap_or_default();
-                let bytes = self.estimated_bytes(*now) - earlier.estimated_bytes(before);
-                let objects = now.objects as i64 - before.objects as i64;
-                let bytes_per_cycle = bytes / cycles.max(1) as f64;
-                let lower = if objects > 0 { bytes_per_cycle * poisson_lower_bound(objects, GROWTH_CONFIDENCE) / objects as f64 } else { 0.0 };
-                (bytes > 0.0).then(|| StackGrowth { stack: stack.clone(), bytes, bytes_per_cycle, objects, lower_bytes_per_cycle: lower })
-            })
-            .collect();
+        let mut out: Vec<StackGrowth> = self.changes_since(earlier, cycles).into_iter().filter(|g| g.bytes > 0.0).collect();
         out.sort_by(|a, b| b.bytes.total_cmp(&a.bytes));
         out
+    }
+
+    /// The change of every stack in either profile from `earlier` to this one over `cycles`
+    /// cycles, shrinking ones too (negative `bytes` and `objects`, lower bound 0), in no order.
+    pub fn changes_since(&self, earlier: &HeapProfile, cycles: u64) -> Vec<StackGrowth> {
+        let gone = earlier.stacks.keys().filter(|s| !self.stacks.contains_key(*s));
+        self.stacks
+            .keys()
+            .chain(gone)
+            .map(|stack| {
+                let now = self.stacks.get(stack).copied().unwrap_or_default();
+                let before = earlier.stacks.get(stack).copied().unwrap_or_default();
+                let bytes = self.estimated_bytes(now) - earlier.estimated_bytes(before);
+                let objects = now.objects as i64 - before.objects as i64;
+                let bytes_per_cycle = bytes / cycles.max(1) as f64;
+                let lower = if objects > 0 && bytes > 0.0 {
+                    bytes_per_cycle * poisson_lower_bound(objects, GROWTH_CONFIDENCE) / objects as f64
+                } else {
+                    0.0
+                };
+                StackGrowth { stack: stack.clone(), bytes, bytes_per_cycle, objects, lower_bytes_per_cycle: lower }
+            })
+            .collect()
     }
 
     /// The profile in pprof's format (protobuf, gzipped), sample types `inuse_objects`/`count`
@@ -628,6 +640,11 @@ MAPPED_LIBRARIES:
         assert!((g[0].bytes - expected).abs() < 1e-6);
         assert!((g[0].bytes_per_cycle - expected / 40.0).abs() < 1e-6);
         assert_eq!(g[1].stack, vec![0x12, 0x30]);
+        // Read the other way, every stack changed or not is there, the shrinking ones negative.
+        let mut back = early.changes_since(&late, 40);
+        back.sort_by(|a, b| a.stack.cmp(&b.stack));
+        assert_eq!(back.iter().map(|c| (c.objects, c.lower_bytes_per_cycle)).collect::<Vec<_>>(), vec![(-40, 0.0), (0, 0.0), (-1, 0.0)]);
+        assert!(back[0].bytes < 0.0);
     }
 
     #[test]

@@ -46,11 +46,24 @@ pub(crate) fn is_allocator(path: &str) -> bool {
     ALLOCATOR.iter().any(|p| path.starts_with(p))
 }
 
+/// A frame's function and its source location: `name (file:line)` as [`crate::probe::heap`]
+/// names frames. Only a trailing `(..:LINE)` is a location: C++ signatures have parentheses too
+/// (`Submit(std::function<void ()>, ..)`).
+pub fn split_location(frame: &str) -> (&str, Option<&str>) {
+    let located = frame.strip_suffix(')').and_then(|f| f.rsplit_once(" (")).filter(|(_, place)| {
+        place.rsplit_once(':').is_some_and(|(file, line)| !file.is_empty() && !line.is_empty() && line.bytes().all(|b| b.is_ascii_digit()))
+    });
+    match located {
+        Some((function, place)) => (function, Some(place)),
+        None => (frame, None),
+    }
+}
+
 /// A frame's function as a path to match prefixes against: no `file:line`, no leading `<`, and an
 /// impl for a type parameter or a primitive (`<T as alloc::string::ToString>::to_string`,
 /// `<u8 as ..>`) read as the trait's path.
 fn function_path(frame: &str) -> &str {
-    let f = frame.split(" (").next().unwrap_or(frame).trim_start_matches('<');
+    let f = split_location(frame).0.trim_start_matches('<');
     match f.split_once(" as ") {
         Some((param, rest))
             if (param.len() <= 2 && param.chars().all(|c| c.is_ascii_uppercase())) || PRIMITIVES.contains(&param) =>
@@ -73,29 +86,45 @@ pub fn fills_a_block_cache(frames: &[String]) -> bool {
     frames.iter().any(|f| CACHE_FILL.iter().any(|c| function_path(f).contains(c)))
 }
 
+/// Where the system's libraries say their sources were (glibc's debug info names
+/// `./elf/../elf/dl-tls.c`; distribution packages build under `/build/` and install headers
+/// under `/usr/`).
+const SYSTEM_PLACES: [&str; 3] = ["./", "/build/", "/usr/"];
+
+/// The innermost frame of the user's own code: a frame with a source location outside the
+/// standard library, the registry's crates and the system's libraries, not leakcheck's (`None`
+/// without debug info).
+pub fn own_frame(frames: &[String]) -> Option<usize> {
+    frames.iter().position(|f| {
+        let place = split_location(f).1.unwrap_or("");
+        !place.is_empty()
+            && !place.contains("/rustc/")
+            && !place.contains("/.cargo/registry/")
+            && !SYSTEM_PLACES.iter().any(|p| place.starts_with(p))
+            && !function_path(f).starts_with("leakcheck::")
+            && !is_library(function_path(f))
+    })
+}
+
+/// The function of [`own_frame`], without its `file:line`: what stacks are summed by.
+pub fn own_function(frames: &[String]) -> Option<&str> {
+    own_frame(frames).map(|i| split_location(&frames[i]).0)
+}
+
 /// A stack in one line for a table: its innermost frame and the first frame of the user's own code
-/// (a frame with a source location outside the standard library and the registry's crates, not
-/// leakcheck's), each function cut to `width` characters; the first three frames when no frame
-/// has a source location (no debug info).
+/// ([`own_frame`]), each function cut to `width` characters; the first three frames when no frame
+/// is the user's (no debug info).
 pub fn headline(frames: &[String], width: usize) -> String {
     let cut = |f: &String| -> String {
-        let (function, place) = match f.split_once(" (") {
-            Some((function, rest)) => (function, format!(" ({rest}")),
-            None => (f.as_str(), String::new()),
+        let (function, place) = match split_location(f) {
+            (function, Some(place)) => (function, format!(" ({place})")),
+            (function, None) => (function, String::new()),
         };
         let short: String = function.chars().take(width).collect();
         let ellipsis = if short.len() < function.len() { "..." } else { "" };
         format!("{short}{ellipsis}{place}")
     };
-    let own = frames.iter().position(|f| {
-        let place = f.split_once(" (").map_or("", |(_, p)| p);
-        !place.is_empty()
-            && !place.contains("/rustc/")
-            && !place.contains("/.cargo/registry/")
-            && !function_path(f).starts_with("leakcheck::")
-            && !is_library(function_path(f))
-    });
-    match own {
+    match own_frame(frames) {
         Some(0) => cut(&frames[0]),
         Some(1) => format!("{} <- {}", cut(&frames[0]), cut(&frames[1])),
         Some(i) => format!("{} <- .. <- {}", cut(&frames[0]), cut(&frames[i])),
@@ -191,7 +220,20 @@ mod tests {
         .map(String::from)
         .to_vec();
         assert_eq!(headline(&deep, 14), "rocksdb::Arena... <- .. <- kv_service::Kv... (/work/kv/src/lib.rs:170)");
+        assert_eq!(own_function(&deep), Some("kv_service::KvService::work"));
+        assert_eq!(own_function(&frames), Some("leak_tests::reference::ReferenceStore::offsets_options"));
         let bare: Vec<String> = ["a", "b", "c", "d"].map(String::from).to_vec();
         assert_eq!(headline(&bare, 80), "a <- b <- c");
+        assert_eq!(own_function(&bare), None);
+        let cpp: Vec<String> = [
+            "rocksdb::ThreadPoolImpl::Impl::Submit(std::function<void ()>&&, std::function<void ()>&&, void*)",
+            "kv_service::KvService::open_db (/work/kv/src/lib.rs:129)",
+        ]
+        .map(String::from)
+        .to_vec();
+        assert_eq!(split_location(&cpp[0]), (cpp[0].as_str(), None));
+        assert_eq!(own_function(&cpp), Some("kv_service::KvService::open_db"));
+        let tls: Vec<String> = ["allocate_dtv (./elf/../elf/dl-tls.c:401)", "__GI__dl_allocate_tls (./elf/../elf/dl-tls.c:670)"].map(String::from).to_vec();
+        assert_eq!(own_function(&tls), None);
     }
 }

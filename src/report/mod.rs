@@ -229,6 +229,33 @@ pub struct HeapStack {
     pub frames: Vec<String>,
 }
 
+/// The heap's growth summed over the stacks that one function of the user's code is the innermost
+/// of ([`crate::probe::stacks::own_function`]): a leak made of several native objects (an options
+/// object and its table factory, cache and maps) is one entry here, several stacks above.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HeapFunction {
+    /// The function, without `file:line`.
+    pub function: String,
+    /// Estimated live bytes added per cycle by its stacks.
+    pub bytes_per_cycle: f64,
+    /// Of which a block cache's fill explains ([`HeapStack::explained_bytes_per_cycle`]).
+    pub explained_bytes_per_cycle: f64,
+    /// A one-sided 95% lower bound on the unexplained growth, from the stacks' samples together
+    /// (each sample taken to stand for the function's mean bytes per sample).
+    pub unexplained_lower_bytes_per_cycle: f64,
+    /// Sampled live objects added.
+    pub objects: i64,
+    /// How many stacks it sums.
+    pub stacks: usize,
+}
+
+impl HeapFunction {
+    /// The growth no cache filling accounts for: what functions are ranked by.
+    pub fn unexplained_bytes_per_cycle(&self) -> f64 {
+        (self.bytes_per_cycle - self.explained_bytes_per_cycle).max(0.0)
+    }
+}
+
 impl HeapStack {
     /// The growth no cache filling accounts for: what the stacks are ranked by.
     pub fn unexplained_bytes_per_cycle(&self) -> f64 {
@@ -285,6 +312,10 @@ pub struct RunReport {
     /// first ([`HeapStack::unexplained_bytes_per_cycle`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub heap_growth: Vec<HeapStack>,
+    /// With `--profile`: the heap's growth summed per function of the user's code (every stack
+    /// with a frame of it, not only those in `heap_growth`), the most unexplained first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub heap_growth_by_function: Vec<HeapFunction>,
 }
 
 impl RunReport {
@@ -315,6 +346,7 @@ impl RunReport {
             cycles_summary: summary,
             ledger,
             heap_growth: Vec::new(),
+            heap_growth_by_function: Vec::new(),
         }
     }
 
@@ -342,6 +374,12 @@ impl RunReport {
     /// `KvService::options`).
     pub fn heap_stack_naming(&self, function: &str, within: usize) -> Option<&HeapStack> {
         self.heap_growth.iter().take(within).find(|g| g.frames.iter().any(|f| f.contains(function)))
+    }
+
+    /// Among the `within` first functions of the heap's growth by function, the first whose name
+    /// contains `function`.
+    pub fn heap_function_naming(&self, function: &str, within: usize) -> Option<&HeapFunction> {
+        self.heap_growth_by_function.iter().take(within).find(|g| g.function.contains(function))
     }
 
     /// The bytes signal that the run's leak rate comes from.

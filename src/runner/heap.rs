@@ -5,7 +5,7 @@ use std::path::Path;
 use std::path::PathBuf;
 
 use super::RunError;
-use crate::report::HeapStack;
+use crate::report::{HeapFunction, HeapStack};
 
 /// Stacks kept in the report.
 #[cfg(feature = "profiling")]
@@ -47,7 +47,7 @@ impl HeapRun {
         match self.0 {}
     }
 
-    pub(super) fn finish(self, _cycles_run: u64, _cache_fill: Option<u64>) -> Result<Vec<HeapStack>, RunError> {
+    pub(super) fn finish(self, _cycles_run: u64, _cache_fill: Option<u64>) -> Result<Growth, RunError> {
         match self.0 {}
     }
 }
@@ -94,11 +94,11 @@ impl HeapRun {
     /// (pprof; `pprof -base heap-first.pb.gz heap-last.pb.gz`), `heap-growth.folded` and the flame
     /// graph `heap-growth.svg`. The stacks are ranked by the growth that the caches' fill from
     /// the first dump to the end (`cache_fill`, as [`cache_fill`]) does not explain.
-    pub(super) fn finish(self, cycles_run: u64, cache_fill: Option<u64>) -> Result<Vec<HeapStack>, RunError> {
+    pub(super) fn finish(self, cycles_run: u64, cache_fill: Option<u64>) -> Result<Growth, RunError> {
         use crate::probe::heap::{self, HeapProfile};
         let Some(first_after) = self.first_after else {
             heap::stop();
-            return Ok(Vec::new()); // the run ended within the warm-up
+            return Ok(Growth::default()); // the run ended within the warm-up
         };
         let last_path = self.dir.join("heap-last.prof");
         heap::dump(&last_path).map_err(RunError::Profile)?;
@@ -122,23 +122,71 @@ impl HeapRun {
             let title = format!("heap growth, cycles {first_after} to {cycles_run} (all stacks, leakcheck's own included)");
             write("heap-growth.svg", heap::flame_svg(&growth, &resolve, &title).as_bytes())?;
         }
-        let stacks: Vec<HeapStack> = growth
-            .iter()
-            .map(|g| HeapStack {
-                bytes_per_cycle: g.bytes_per_cycle,
-                objects: g.objects,
-                lower_bytes_per_cycle: g.lower_bytes_per_cycle,
-                explained_bytes_per_cycle: 0.0,
-                frames: heap::named_frames(&g.stack, &resolve),
-            })
-            .filter(|s| !crate::probe::stacks::is_leakcheck_bookkeeping(&s.frames))
-            .collect();
+        let named = |g: &heap::StackGrowth| HeapStack {
+            bytes_per_cycle: g.bytes_per_cycle,
+            objects: g.objects,
+            lower_bytes_per_cycle: g.lower_bytes_per_cycle,
+            explained_bytes_per_cycle: 0.0,
+            frames: heap::named_frames(&g.stack, &resolve),
+        };
+        let not_bookkeeping = |s: &HeapStack| !crate::probe::stacks::is_leakcheck_bookkeeping(&s.frames);
+        let stacks: Vec<HeapStack> = growth.iter().map(named).filter(not_bookkeeping).collect();
         let filled = match (self.first_cache_fill, cache_fill) {
             (Some(a), Some(b)) => b.saturating_sub(a) as f64 / cycles as f64,
             _ => 0.0,
         };
-        Ok(explain_cache_fill(stacks, filled).into_iter().take(TOP).collect())
+        let stacks = explain_cache_fill(stacks, filled);
+        // A function's sum is its net change: the stacks through it that shrank count too.
+        let shrank: Vec<HeapStack> = last.changes_since(&first, cycles).iter().filter(|g| g.bytes < 0.0).map(named).filter(not_bookkeeping).collect();
+        let mut functions = by_function(stacks.iter().chain(&shrank));
+        functions.truncate(TOP);
+        Ok(Growth { stacks: stacks.into_iter().take(TOP).collect(), functions })
     }
+}
+
+/// The heap's growth of a profiled run: its largest stacks and functions, most unexplained first.
+#[derive(Debug, Default)]
+pub(super) struct Growth {
+    pub(super) stacks: Vec<HeapStack>,
+    pub(super) functions: Vec<HeapFunction>,
+}
+
+/// The stacks summed per function of the user's code ([`crate::probe::stacks::own_function`];
+/// stacks without one are left out), the most unexplained first. Given shrinking stacks too, a
+/// function's bytes and objects are its net change (noise that grew in one stack and shrank in
+/// another cancels out); a function that did not grow on net has a lower bound of 0.
+#[cfg_attr(not(feature = "profiling"), allow(dead_code))]
+fn by_function<'a>(stacks: impl IntoIterator<Item = &'a HeapStack>) -> Vec<HeapFunction> {
+    let mut sums: std::collections::BTreeMap<&str, HeapFunction> = std::collections::BTreeMap::new();
+    for s in stacks {
+        let Some(function) = crate::probe::stacks::own_function(&s.frames) else { continue };
+        let f = sums.entry(function).or_insert_with(|| HeapFunction {
+            function: function.to_string(),
+            bytes_per_cycle: 0.0,
+            explained_bytes_per_cycle: 0.0,
+            unexplained_lower_bytes_per_cycle: 0.0,
+            objects: 0,
+            stacks: 0,
+        });
+        f.bytes_per_cycle += s.bytes_per_cycle;
+        f.explained_bytes_per_cycle += s.explained_bytes_per_cycle;
+        f.objects += s.objects;
+        f.stacks += 1;
+    }
+    let mut out: Vec<HeapFunction> = sums
+        .into_values()
+        .map(|mut f| {
+            let lower = if f.objects > 0 && f.bytes_per_cycle > 0.0 {
+                f.bytes_per_cycle * crate::probe::heap::poisson_lower_bound(f.objects, crate::probe::heap::GROWTH_CONFIDENCE) / f.objects as f64
+            } else {
+                0.0
+            };
+            f.unexplained_lower_bytes_per_cycle = (lower - f.explained_bytes_per_cycle).max(0.0);
+            f
+        })
+        .collect();
+    out.sort_by(|a, b| b.unexplained_bytes_per_cycle().total_cmp(&a.unexplained_bytes_per_cycle()));
+    out
 }
 
 /// Explains the stacks that fill a block cache by `filled` bytes per cycle (the caches' growth),
@@ -182,5 +230,27 @@ mod tests {
         let full = explain_cache_fill(stacks, 0.0);
         assert_eq!(full[0].bytes_per_cycle, 3000.0);
         assert!(full.iter().all(|s| s.explained_bytes_per_cycle == 0.0));
+    }
+
+    /// Stacks through one function of the user's code sum to one entry, whatever native objects
+    /// they allocate; stacks without such a frame are not summed.
+    #[test]
+    fn stacks_sum_per_function_of_the_users_code() {
+        let options = "kv::Service::options (/work/kv/src/lib.rs:112)";
+        let stacks = vec![
+            stack(500.0, &["rocksdb_options_create", options]),
+            stack(300.0, &["rocksdb::BlockBasedTableFactory::BlockBasedTableFactory()", "rocksdb_options_create", options]),
+            stack(600.0, &["rocksdb::Arena::AllocateNewBlock", "kv::Service::work (/work/kv/src/lib.rs:170)"]),
+            stack(900.0, &["a", "b"]),
+        ];
+        let functions = by_function(&stacks);
+        assert_eq!(functions.len(), 2);
+        let shrank = stack(-550.0, &["rocksdb::Arena::AllocateNewBlock", "kv::Service::work (/work/kv/src/lib.rs:171)"]);
+        let net = by_function(stacks.iter().chain([&HeapStack { objects: -10, ..shrank }]));
+        assert_eq!((net[1].function.as_str(), net[1].bytes_per_cycle, net[1].objects), ("kv::Service::work", 50.0, 0));
+        assert_eq!(net[1].unexplained_lower_bytes_per_cycle, 0.0);
+        assert_eq!((functions[0].function.as_str(), functions[0].bytes_per_cycle, functions[0].stacks, functions[0].objects), ("kv::Service::options", 800.0, 2, 20));
+        assert!(functions[0].unexplained_lower_bytes_per_cycle > 0.0 && functions[0].unexplained_lower_bytes_per_cycle < 800.0);
+        assert_eq!(functions[1].function, "kv::Service::work");
     }
 }

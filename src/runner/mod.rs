@@ -473,7 +473,9 @@ fn drive<L: Lifecycle>(store: &mut L, ledger: &Ledger, opts: &RunOptions, plan: 
     let mut r = RunReport::new(settings, &h.verdict, summary, h.ledger.clone(), h.cycles_run, elapsed, true);
     r.interrupted = interrupted;
     if let Some(heap) = heap {
-        r.heap_growth = heap.finish(h.cycles_run, heap::cache_fill(&h.samples))?;
+        let growth = heap.finish(h.cycles_run, heap::cache_fill(&h.samples))?;
+        r.heap_growth = growth.stacks;
+        r.heap_growth_by_function = growth.functions;
     }
     if let Some(dir) = &opts.report {
         write_report(dir, &r, &h.samples, true)?;

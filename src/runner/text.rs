@@ -107,6 +107,20 @@ pub(crate) fn table(r: &RunReport) -> String {
                 crate::probe::stacks::headline(&g.frames, 100)
             );
         }
+        if !r.heap_growth_by_function.is_empty() {
+            let _ = writeln!(out, "summed per function of your code (every stack through it):");
+            for f in r.heap_growth_by_function.iter().take(5) {
+                let _ = writeln!(
+                    out,
+                    "  {:>10} (>= {:>10}) {:>4} samples  {:>3} stacks  {}",
+                    human_bytes(f.unexplained_bytes_per_cycle()),
+                    human_bytes(f.unexplained_lower_bytes_per_cycle),
+                    f.objects,
+                    f.stacks,
+                    f.function
+                );
+            }
+        }
     }
     if let Some(rate) = &r.leak_rate {
         let _ = writeln!(

@@ -37,6 +37,9 @@ fn the_profile_names_the_function_that_made_the_leaked_options() -> Result<(), B
     println!("{shown:#?}");
     let fill: Vec<f64> = r.heap_growth.iter().filter(|g| g.explained_bytes_per_cycle > 0.0).map(|g| g.explained_bytes_per_cycle).collect();
     println!("block cache fill explained: {:.0} B/cycle in {} of the report's stacks (those wholly explained rank last)", fill.iter().sum::<f64>(), fill.len());
+    for f in r.heap_growth_by_function.iter().take(3) {
+        println!("{:.0} B/cycle (>= {:.0}), {:.0} of it cache fill, {} stacks: {}", f.bytes_per_cycle, f.unexplained_lower_bytes_per_cycle, f.explained_bytes_per_cycle, f.stacks, f.function);
+    }
     let named = named.ok_or_else(|| format!("no top-3 stack names KvService::options: {shown:#?}"))?;
     assert!(named.unexplained_lower_bytes_per_cycle() > tolerance, "{named:?}");
     Ok(())
