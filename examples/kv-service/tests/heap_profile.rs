@@ -1,6 +1,7 @@
 //! Where the bytes of the planted bug come from: `check(..).profile(n)` names the service's own
-//! function among the top call stacks of the heap's growth. The options the bug leaves behind
-//! are RocksDB C++ objects; their allocation stacks run through `KvService::options`.
+//! function among the top call stacks of the heap's growth, and first when summed per function.
+//! The options the bug leaves behind are RocksDB C++ objects; their allocation stacks run through
+//! `KvService::options`.
 //! Its own process: jemalloc reads `heap_profiling_ready!` at start-up.
 
 use kv_service::{Bug, KvService};
@@ -42,5 +43,9 @@ fn the_profile_names_the_function_that_made_the_leaked_options() -> Result<(), B
     }
     let named = named.ok_or_else(|| format!("no top-3 stack names KvService::options: {shown:#?}"))?;
     assert!(named.unexplained_lower_bytes_per_cycle() > tolerance, "{named:?}");
+    // Summed over its stacks (the options, their table factory and its cache), it comes first.
+    let first = r.heap_function_naming("KvService::options", 1);
+    let first = first.ok_or_else(|| format!("KvService::options is not the first function: {:#?}", r.heap_growth_by_function))?;
+    assert!(first.unexplained_lower_bytes_per_cycle > tolerance, "{first:?}");
     Ok(())
 }
