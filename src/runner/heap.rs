@@ -155,7 +155,7 @@ pub(super) struct Growth {
 /// stacks without one are left out), the most unexplained first. Given shrinking stacks too, a
 /// function's bytes and objects are its net change (noise that grew in one stack and shrank in
 /// another cancels out); a function that did not grow on net has a lower bound of 0.
-#[cfg_attr(not(feature = "profiling"), allow(dead_code))]
+#[cfg(feature = "profiling")]
 fn by_function<'a>(stacks: impl IntoIterator<Item = &'a HeapStack>) -> Vec<HeapFunction> {
     let mut sums: std::collections::BTreeMap<&str, HeapFunction> = std::collections::BTreeMap::new();
     for s in stacks {
@@ -191,7 +191,7 @@ fn by_function<'a>(stacks: impl IntoIterator<Item = &'a HeapStack>) -> Vec<HeapF
 
 /// Explains the stacks that fill a block cache by `filled` bytes per cycle (the caches' growth),
 /// largest stack first, each up to its own growth; then ranks all by what stays unexplained.
-#[cfg_attr(not(feature = "profiling"), allow(dead_code))]
+#[cfg(feature = "profiling")]
 fn explain_cache_fill(mut stacks: Vec<HeapStack>, filled: f64) -> Vec<HeapStack> {
     let mut left = filled.max(0.0);
     for s in stacks.iter_mut().filter(|s| crate::probe::stacks::fills_a_block_cache(&s.frames)) {
@@ -202,7 +202,7 @@ fn explain_cache_fill(mut stacks: Vec<HeapStack>, filled: f64) -> Vec<HeapStack>
     stacks
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "profiling"))]
 mod tests {
     use super::*;
 
