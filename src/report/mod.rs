@@ -144,6 +144,9 @@ pub struct RunSettings {
     /// it is).
     #[serde(default = "one")]
     pub sample_every: u64,
+    /// `--profile N`: heap profiling sampled one allocation per `2^N` bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile_lg_sample: Option<u32>,
 }
 
 impl RunSettings {

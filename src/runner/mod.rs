@@ -397,6 +397,7 @@ fn drive<L: Lifecycle>(store: &mut L, ledger: &Ledger, opts: &RunOptions, plan: 
         seed: opts.seed,
         tracking: plan.depth.name().to_string(),
         sample_every: plan.sample_every,
+        profile_lg_sample: opts.profile,
     };
     let mut hc = HarnessConfig {
         cycles: plan.max_cycles.unwrap_or(plan.cycles),
