@@ -128,6 +128,13 @@ pub struct StackGrowth {
     pub lower_bytes_per_cycle: f64,
 }
 
+/// The stacks of `changes` ([`HeapProfile::changes_since`]) that grew, most first.
+pub fn growing(changes: &[StackGrowth]) -> Vec<StackGrowth> {
+    let mut out: Vec<StackGrowth> = changes.iter().filter(|g| g.bytes > 0.0).cloned().collect();
+    out.sort_by(|a, b| b.bytes.total_cmp(&a.bytes));
+    out
+}
+
 /// The confidence of [`StackGrowth::lower_bytes_per_cycle`].
 pub const GROWTH_CONFIDENCE: f64 = 0.95;
 
@@ -250,9 +257,7 @@ impl HeapProfile {
     /// What grew per stack from `earlier` to this profile over `cycles` cycles, most first. Stacks
     /// that shrank or stayed are left out.
     pub fn growth_since(&self, earlier: &HeapProfile, cycles: u64) -> Vec<StackGrowth> {
-        let mut out: Vec<StackGrowth> = self.changes_since(earlier, cycles).into_iter().filter(|g| g.bytes > 0.0).collect();
-        out.sort_by(|a, b| b.bytes.total_cmp(&a.bytes));
-        out
+        growing(&self.changes_since(earlier, cycles))
     }
 
     /// The change of every stack in either profile from `earlier` to this one over `cycles`

@@ -136,12 +136,15 @@ pub fn headline(frames: &[String], width: usize) -> String {
 mod tests {
     use super::*;
 
+    fn frames(f: &[&str]) -> Vec<String> {
+        f.iter().map(|s| s.to_string()).collect()
+    }
+
     /// Stacks as `--profile` names them (from a run of the reference store with line tables):
     /// leakcheck's records, also through a store error's `Display`, are bookkeeping; the store's
     /// own allocations are not, whatever the allocator shims above them.
     #[test]
     fn bookkeeping_is_the_first_frame_past_allocator_library_and_formatting() {
-        let frames = |f: &[&str]| f.iter().map(|s| s.to_string()).collect::<Vec<_>>();
         let record = frames(&[
             "__rustc::__rust_alloc (src/bin/leakcheck/main.rs:24)",
             "<alloc::vec::Vec<u8>>::with_capacity_in (library/alloc/src/vec/mod.rs:1)",
@@ -182,7 +185,6 @@ mod tests {
 
     #[test]
     fn a_block_cache_fill_is_read_from_rocksdbs_cache_functions() {
-        let frames = |f: &[&str]| f.iter().map(|s| s.to_string()).collect::<Vec<_>>();
         let fill = frames(&[
             "rocksdb::BlockFetcher::ReadBlock(bool)",
             "std::enable_if<(true), rocksdb::Status>::type rocksdb::BlockBasedTable::MaybeReadBlockAndLoadToCache<rocksdb::Block_kData>(rocksdb::FilePrefetchBuffer*) const",
@@ -199,41 +201,35 @@ mod tests {
 
     #[test]
     fn a_headline_is_the_innermost_frame_and_the_first_of_the_users_code() {
-        let frames: Vec<String> = [
+        let options = frames(&[
             "rocksdb_options_create",
             "leak_tests::reference::ReferenceStore::offsets_options (/work/leak-tests/src/reference.rs:431)",
             "leak_tests::reference::ReferenceStore::segment_options (/work/leak-tests/src/reference.rs:411)",
-        ]
-        .map(String::from)
-        .to_vec();
+        ]);
         assert_eq!(
-            headline(&frames, 80),
+            headline(&options, 80),
             "rocksdb_options_create <- leak_tests::reference::ReferenceStore::offsets_options (/work/leak-tests/src/reference.rs:431)"
         );
-        let deep: Vec<String> = [
+        let deep = frames(&[
             "rocksdb::Arena::AllocateNewBlock(unsigned long)",
             "rocksdb::db::DBCommon<T,D>::put_cf (/root/.cargo/registry/src/x/rocksdb-0.25.0/src/db.rs:1)",
             "<leakcheck::tracked::db::TrackedDb<T>>::put_cf (/work/src/tracked/db.rs:9)",
             "core::ops::function::FnOnce::call_once (/rustc/abc/library/core/src/ops/function.rs:250)",
             "kv_service::KvService::work (/work/kv/src/lib.rs:170)",
-        ]
-        .map(String::from)
-        .to_vec();
+        ]);
         assert_eq!(headline(&deep, 14), "rocksdb::Arena... <- .. <- kv_service::Kv... (/work/kv/src/lib.rs:170)");
         assert_eq!(own_function(&deep), Some("kv_service::KvService::work"));
-        assert_eq!(own_function(&frames), Some("leak_tests::reference::ReferenceStore::offsets_options"));
-        let bare: Vec<String> = ["a", "b", "c", "d"].map(String::from).to_vec();
+        assert_eq!(own_function(&options), Some("leak_tests::reference::ReferenceStore::offsets_options"));
+        let bare = frames(&["a", "b", "c", "d"]);
         assert_eq!(headline(&bare, 80), "a <- b <- c");
         assert_eq!(own_function(&bare), None);
-        let cpp: Vec<String> = [
+        let cpp = frames(&[
             "rocksdb::ThreadPoolImpl::Impl::Submit(std::function<void ()>&&, std::function<void ()>&&, void*)",
             "kv_service::KvService::open_db (/work/kv/src/lib.rs:129)",
-        ]
-        .map(String::from)
-        .to_vec();
+        ]);
         assert_eq!(split_location(&cpp[0]), (cpp[0].as_str(), None));
         assert_eq!(own_function(&cpp), Some("kv_service::KvService::open_db"));
-        let tls: Vec<String> = ["allocate_dtv (./elf/../elf/dl-tls.c:401)", "__GI__dl_allocate_tls (./elf/../elf/dl-tls.c:670)"].map(String::from).to_vec();
+        let tls = frames(&["allocate_dtv (./elf/../elf/dl-tls.c:401)", "__GI__dl_allocate_tls (./elf/../elf/dl-tls.c:670)"]);
         assert_eq!(own_function(&tls), None);
     }
 }

@@ -110,7 +110,8 @@ impl HeapRun {
         let first = read(&self.dir.join("heap-first.prof"))?;
         let last = read(&last_path)?;
         let cycles = cycles_run.saturating_sub(first_after).max(1);
-        let growth = last.growth_since(&first, cycles);
+        let changes = last.changes_since(&first, cycles);
+        let growth = heap::growing(&changes);
         let resolve = heap::resolve;
         if self.keep_files {
             let write = |name: &str, data: &[u8]| {
@@ -137,7 +138,7 @@ impl HeapRun {
         };
         let stacks = explain_cache_fill(stacks, filled);
         // A function's sum is its net change: the stacks through it that shrank count too.
-        let shrank: Vec<HeapStack> = last.changes_since(&first, cycles).iter().filter(|g| g.bytes < 0.0).map(named).filter(not_bookkeeping).collect();
+        let shrank: Vec<HeapStack> = changes.iter().filter(|g| g.bytes < 0.0).map(named).filter(not_bookkeeping).collect();
         let mut functions = by_function(stacks.iter().chain(&shrank));
         functions.truncate(TOP);
         Ok(Growth { stacks: stacks.into_iter().take(TOP).collect(), functions })
