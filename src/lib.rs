@@ -75,5 +75,5 @@ pub use ledger::{
 pub use probe::{Probe, Sample};
 pub use harness::{CycleCtx, Harness, HarnessConfig, HarnessReport, Integrity, Lifecycle, StoreInfo};
 pub use runner::check;
-pub use signal::{Class, Signal};
+pub use signal::{Class, Signal, SignalId};
 pub use verdict::{SignalVerdict, Verdict};

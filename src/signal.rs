@@ -50,7 +50,7 @@ impl fmt::Display for Class {
 }
 
 /// A signal, or a family of them (`live_handles.<kind>`, `bytes_per_firing.<point>`,
-/// `matrix_bytes.<plan>`: [`Signal::qualified`]).
+/// `matrix_bytes.<plan>`: [`SignalId`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 #[non_exhaustive]
 pub enum Signal {
@@ -72,10 +72,15 @@ pub enum Signal {
     RssBytes,
     /// The process's open file descriptors.
     OpenFds,
+    /// The process's open file descriptors outside the store's directory (judged by the growth
+    /// rule: a descriptor leaked every 50 cycles is a leak).
+    OpenFdsOutsideDir,
     /// The process's memory maps.
     Maps,
     /// The process's file-backed memory maps.
     FileMaps,
+    /// File-backed maps outside the store's directory.
+    FileMapsOutsideDir,
     /// The process's threads.
     Threads,
     /// Open files under the store's directory (exact).
@@ -101,9 +106,43 @@ pub enum Signal {
     MatrixBytes,
 }
 
+/// Whether a signal's verdict decides a run or only corroborates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// Its "inconclusive" holds the run.
+    Decides,
+    /// It can call a leak, but its "inconclusive" holds the run only when growth is evidenced
+    /// (coarse signals: page-granular memory, the whole process's fds, maps and threads, what
+    /// RocksDB accounts for, a fault point's bytes).
+    Corroborates,
+}
+
+/// Whether a signal is one series or a family of them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shape {
+    /// One series, named as the signal.
+    Single,
+    /// One series per qualifier, named `<name>.<qualifier>`.
+    Family,
+}
+
+/// One row of the signal table.
+#[derive(Debug, Clone, Copy)]
+struct Spec {
+    name: &'static str,
+    unit: &'static str,
+    class: Class,
+    role: Role,
+    shape: Shape,
+}
+
+const fn spec(name: &'static str, unit: &'static str, class: Class, role: Role, shape: Shape) -> Spec {
+    Spec { name, unit, class, role, shape }
+}
+
 impl Signal {
     /// Every signal, in the order reports list them.
-    pub const ALL: [Signal; 22] = [
+    pub const ALL: [Signal; 24] = [
         Signal::AllocatedBytes,
         Signal::UnexplainedBytes,
         Signal::ExplainedBytes,
@@ -113,8 +152,10 @@ impl Signal {
         Signal::RssAnonOutsideJemallocBytes,
         Signal::RssBytes,
         Signal::OpenFds,
+        Signal::OpenFdsOutsideDir,
         Signal::Maps,
         Signal::FileMaps,
+        Signal::FileMapsOutsideDir,
         Signal::Threads,
         Signal::OpenFdsUnderDir,
         Signal::MapsUnderDir,
@@ -128,82 +169,81 @@ impl Signal {
         Signal::MatrixBytes,
     ];
 
-    /// The table: name (the prefix of a family), unit, class, corroborating, a family.
-    const fn spec(self) -> (&'static str, &'static str, Class, bool, bool) {
+    /// The table.
+    const fn spec(self) -> Spec {
         use Class::*;
+        use Role::*;
+        use Shape::*;
         match self {
-            Signal::AllocatedBytes => ("allocated_bytes", "B", Bytes, false, false),
-            Signal::UnexplainedBytes => ("unexplained_bytes", "B", Bytes, false, false),
-            Signal::ExplainedBytes => ("explained_bytes", "B", Bytes, false, false),
-            // Corroborating: what RocksDB accounts for moves with its background work.
-            Signal::RocksdbExplainedBytes => ("rocksdb_explained_bytes", "B", Bytes, true, false),
-            // Page-granular memory and the whole process's fds, maps and threads corroborate: the
-            // allocator maps extents, RocksDB starts threads, on their own schedules.
-            Signal::ResidentBytes => ("resident_bytes", "B", Bytes, true, false),
-            Signal::RssAnonBytes => ("rss_anon_bytes", "B", Bytes, true, false),
-            Signal::RssAnonOutsideJemallocBytes => ("rss_anon_outside_jemalloc_bytes", "B", Bytes, true, false),
-            Signal::RssBytes => ("rss_bytes", "B", Bytes, true, false),
-            Signal::OpenFds => ("open_fds", "fds", Fds, true, false),
-            Signal::Maps => ("maps", "maps", Maps, true, false),
-            Signal::FileMaps => ("file_maps", "maps", Maps, true, false),
-            Signal::Threads => ("threads", "threads", Threads, true, false),
-            Signal::OpenFdsUnderDir => ("open_fds_under_dir", "fds", Fds, false, false),
-            Signal::MapsUnderDir => ("maps_under_dir", "maps", Maps, false, false),
-            Signal::LiveHandles => ("live_handles", "handles", Handles, false, false),
-            Signal::LiveHandlesOf => ("live_handles", "handles", Handles, false, true),
-            Signal::UnsharedCachesOpen => ("unshared_caches_open", "handles", Handles, false, false),
-            Signal::DeclaredSharedGrowth => ("declared_shared_growth", "handles", Handles, false, false),
-            Signal::SwallowedCloseErrors => ("swallowed_close_errors", "errors", Swallowed, false, false),
-            Signal::Integrity => ("integrity", "violations", Integrity, false, false),
-            // A fault point's bytes corroborate: its "inconclusive" does not hold a run.
-            Signal::BytesPerFiring => ("bytes_per_firing", "B", Bytes, true, true),
-            Signal::MatrixBytes => ("matrix_bytes", "B", Bytes, false, true),
+            Signal::AllocatedBytes => spec("allocated_bytes", "B", Bytes, Decides, Single),
+            Signal::UnexplainedBytes => spec("unexplained_bytes", "B", Bytes, Decides, Single),
+            Signal::ExplainedBytes => spec("explained_bytes", "B", Bytes, Decides, Single),
+            // What RocksDB accounts for moves with its background work.
+            Signal::RocksdbExplainedBytes => spec("rocksdb_explained_bytes", "B", Bytes, Corroborates, Single),
+            // Page-granular memory and the whole process's fds, maps and threads: the allocator
+            // maps extents, RocksDB starts threads, on their own schedules.
+            Signal::ResidentBytes => spec("resident_bytes", "B", Bytes, Corroborates, Single),
+            Signal::RssAnonBytes => spec("rss_anon_bytes", "B", Bytes, Corroborates, Single),
+            Signal::RssAnonOutsideJemallocBytes => spec("rss_anon_outside_jemalloc_bytes", "B", Bytes, Corroborates, Single),
+            Signal::RssBytes => spec("rss_bytes", "B", Bytes, Corroborates, Single),
+            Signal::OpenFds => spec("open_fds", "fds", Fds, Corroborates, Single),
+            Signal::OpenFdsOutsideDir => spec("open_fds_outside_dir", "fds", Fds, Corroborates, Single),
+            Signal::Maps => spec("maps", "maps", Maps, Corroborates, Single),
+            Signal::FileMaps => spec("file_maps", "maps", Maps, Corroborates, Single),
+            Signal::FileMapsOutsideDir => spec("file_maps_outside_dir", "maps", Maps, Corroborates, Single),
+            Signal::Threads => spec("threads", "threads", Threads, Corroborates, Single),
+            Signal::OpenFdsUnderDir => spec("open_fds_under_dir", "fds", Fds, Decides, Single),
+            Signal::MapsUnderDir => spec("maps_under_dir", "maps", Maps, Decides, Single),
+            Signal::LiveHandles => spec("live_handles", "handles", Handles, Decides, Single),
+            Signal::LiveHandlesOf => spec("live_handles", "handles", Handles, Decides, Family),
+            Signal::UnsharedCachesOpen => spec("unshared_caches_open", "handles", Handles, Decides, Single),
+            Signal::DeclaredSharedGrowth => spec("declared_shared_growth", "handles", Handles, Decides, Single),
+            Signal::SwallowedCloseErrors => spec("swallowed_close_errors", "errors", Swallowed, Decides, Single),
+            Signal::Integrity => spec("integrity", "violations", Integrity, Decides, Single),
+            // A fault point's bytes: its "inconclusive" does not hold a run.
+            Signal::BytesPerFiring => spec("bytes_per_firing", "B", Bytes, Corroborates, Family),
+            Signal::MatrixBytes => spec("matrix_bytes", "B", Bytes, Decides, Family),
         }
     }
 
     /// The name in reports (a family's prefix, without the `.`).
     pub const fn name(self) -> &'static str {
-        self.spec().0
+        self.spec().name
     }
 
     /// The unit of its values (`B`, `handles`, `fds`, ...).
     pub const fn unit(self) -> &'static str {
-        self.spec().1
+        self.spec().unit
     }
 
     /// What it measures.
     pub const fn class(self) -> Class {
-        self.spec().2
+        self.spec().class
     }
 
-    /// Whether it only corroborates: it can call a leak, but its "inconclusive" does not hold a
-    /// run once the exact and net signals have decided.
+    /// Whether it decides a run or corroborates.
+    pub const fn role(self) -> Role {
+        self.spec().role
+    }
+
+    /// Whether it only corroborates ([`Role::Corroborates`]).
     pub const fn corroborating(self) -> bool {
-        self.spec().3
+        matches!(self.spec().role, Role::Corroborates)
     }
 
     /// Whether it is a family, named `<name>.<qualifier>`.
     pub const fn is_family(self) -> bool {
-        self.spec().4
+        matches!(self.spec().shape, Shape::Family)
     }
 
-    /// The name of one member of a family (`live_handles.Options`); the plain name for a signal
-    /// that is not a family.
-    pub fn qualified(self, qualifier: &str) -> String {
-        if self.is_family() {
-            format!("{}.{qualifier}", self.name())
-        } else {
-            self.name().to_string()
-        }
+    /// Whether its values are bytes.
+    pub const fn is_bytes(self) -> bool {
+        matches!(self.spec().class, Class::Bytes)
     }
 
     /// The signal a report's name belongs to (`live_handles.Options` is [`Signal::LiveHandlesOf`]).
     pub fn of_name(name: &str) -> Option<Signal> {
-        Signal::ALL.into_iter().find(|s| match name.strip_prefix(s.name()) {
-            Some("") => !s.is_family(),
-            Some(rest) => s.is_family() && rest.len() > 1 && rest.starts_with('.'),
-            None => false,
-        })
+        name.parse::<SignalId>().ok().map(|id| id.signal())
     }
 }
 
@@ -213,14 +253,96 @@ impl fmt::Display for Signal {
     }
 }
 
+/// A signal, or one member of a family (`live_handles.Options`): what a verdict is about. Shown
+/// and serialized by its name in reports.
+///
+/// ```
+/// use leakcheck::{Signal, SignalId};
+/// let id: SignalId = "bytes_per_firing.close.flush".parse().unwrap();
+/// assert_eq!((id.signal(), id.qualifier()), (Signal::BytesPerFiring, Some("close.flush")));
+/// assert_eq!(id.to_string(), "bytes_per_firing.close.flush");
+/// assert_eq!(SignalId::from(Signal::Threads).to_string(), "threads");
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct SignalId {
+    signal: Signal,
+    qualifier: Option<String>,
+}
+
+impl SignalId {
+    /// One member of a family (`Signal::LiveHandlesOf`, `"Options"`); for a signal that is not a
+    /// family the qualifier is dropped.
+    pub fn member(signal: Signal, qualifier: impl Into<String>) -> Self {
+        SignalId { signal, qualifier: signal.is_family().then(|| qualifier.into()) }
+    }
+
+    /// The signal (of a family: the family).
+    pub fn signal(&self) -> Signal {
+        self.signal
+    }
+
+    /// The member's qualifier (the handle kind, the fault point, the plan).
+    pub fn qualifier(&self) -> Option<&str> {
+        self.qualifier.as_deref()
+    }
+}
+
+impl From<Signal> for SignalId {
+    fn from(signal: Signal) -> Self {
+        SignalId { signal, qualifier: None }
+    }
+}
+
+impl fmt::Display for SignalId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.qualifier {
+            Some(q) => write!(f, "{}.{q}", self.signal.name()),
+            None => f.write_str(self.signal.name()),
+        }
+    }
+}
+
+/// A name that is no signal's.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("`{0}` is not a signal's name")]
+pub struct UnknownSignal(pub String);
+
+impl std::str::FromStr for SignalId {
+    type Err = UnknownSignal;
+
+    fn from_str(name: &str) -> Result<Self, Self::Err> {
+        Signal::ALL
+            .into_iter()
+            .find_map(|s| match name.strip_prefix(s.name()) {
+                Some("") if !s.is_family() => Some(SignalId::from(s)),
+                Some(rest) if s.is_family() && rest.len() > 1 && rest.starts_with('.') => Some(SignalId::member(s, &rest[1..])),
+                _ => None,
+            })
+            .ok_or_else(|| UnknownSignal(name.to_string()))
+    }
+}
+
+impl Serialize for SignalId {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for SignalId {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let name = String::deserialize(d)?;
+        name.parse().map_err(serde::de::Error::custom)
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::{Class, Signal};
+    use super::{Class, Signal, SignalId};
 
     #[test]
     fn names_map_back_to_their_signal() {
         for s in Signal::ALL {
-            let name = s.qualified("Options");
+            let name = SignalId::member(s, "Options").to_string();
             assert_eq!(Signal::of_name(&name), Some(s), "{name}");
         }
         assert_eq!(Signal::of_name("live_handles"), Some(Signal::LiveHandles));
@@ -229,7 +351,7 @@ mod tests {
         assert_eq!(Signal::of_name("bytes_per_firing.close.flush"), Some(Signal::BytesPerFiring));
         assert_eq!(Signal::of_name("rss"), None);
         assert_eq!(Signal::UnsharedCachesOpen.class(), Class::Handles);
-        let names: std::collections::BTreeSet<String> = Signal::ALL.iter().map(|s| s.qualified("x")).collect();
+        let names: std::collections::BTreeSet<String> = Signal::ALL.iter().map(|s| SignalId::member(*s, "x").to_string()).collect();
         assert_eq!(names.len(), Signal::ALL.len(), "every name is its own");
     }
 }

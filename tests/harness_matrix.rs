@@ -27,7 +27,7 @@ fn every_single_and_pair_fault_leaves_nothing_behind() {
 
     for e in &matrix.entries {
         if let Some(b) = &e.bytes {
-            eprintln!("{:<42} {:<12} {:?} [{:?}, {:?}]", e.plan, b.verdict.name(), b.slope_per_cycle, b.lower, b.upper);
+            eprintln!("{:<42} {:<12} {:?}", e.plan, b.verdict.name(), b.estimate);
         }
     }
     let mut panicked_in_close = 0;

@@ -102,7 +102,7 @@ fn a_leak_on_the_flush_error_path_is_caught_in_the_first_faulted_cycle() {
     assert_eq!(report.records[2].retained_handles, BTreeMap::from([("connection".to_string(), 1)]));
     assert_eq!(report.records[2].faults_fired, BTreeMap::from([("close.flush".to_string(), 1)]));
     let handles = report.verdict.signal_named("live_handles.connection").expect("per-kind signal");
-    assert_eq!((handles.verdict, handles.first_cycle_with_residue), (Verdict::Leak, Some(2)));
+    assert_eq!((handles.verdict, handles.residue.and_then(|r| r.first_cycle)), (Verdict::Leak, Some(2)));
     assert_eq!(report.verdict.verdict, Verdict::Leak);
     let site = report.ledger.retained[0].site.as_deref().unwrap_or("");
     assert!(site.starts_with("tests/harness_toy_store.rs:"), "{site}");
@@ -159,7 +159,7 @@ fn invisible_native_allocations_make_a_run_inconclusive_not_clean() {
     let report = Harness::new(cfg).run(&mut toy, &ledger).expect("run");
     assert_eq!(report.verdict.bytes_unavailable.as_deref(), Some("simulated: C malloc is not routed to jemalloc"));
     assert_ne!(report.verdict.verdict, Verdict::Clean);
-    let bytes: Vec<_> = report.verdict.signals.iter().filter(|s| s.unit == "B").collect();
+    let bytes: Vec<_> = report.verdict.signals.iter().filter(|s| s.class() == leakcheck::Class::Bytes).collect();
     assert!(!bytes.is_empty());
     assert!(bytes.iter().all(|s| s.verdict != Verdict::Clean), "{bytes:?}");
     // The exact signals still judge: nothing retained.

@@ -8,7 +8,7 @@ mod common;
 fn a_clean_rocksdb_loop_is_clean() {
     let v = common::run(300, 0, &Default::default());
     common::print(&v);
-    assert_eq!(v.leaking_signals(), Vec::<&str>::new());
+    assert!(v.leaking_signals().is_empty(), "{:?}", v.leaking_signals());
     assert_eq!(v.signal(leakcheck::Signal::AllocatedBytes).map(|s| s.verdict), Some(leakcheck::Verdict::Clean));
     let back = v.baseline_return.as_ref().expect("baseline return");
     assert_eq!(back.verdict, leakcheck::Verdict::Clean, "{back:?}");

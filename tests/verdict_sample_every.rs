@@ -20,10 +20,11 @@ fn the_slope_is_per_cycle_at_any_sample_interval() {
         let cfg = HarnessConfig { cycles: CYCLES, sample_every: every, ..HarnessConfig::default() };
         let report = Harness::new(cfg).run(&mut store, &ledger).expect("run");
         let s = report.verdict.signal(Signal::UnexplainedBytes).expect("bytes signal").clone();
-        eprintln!("sample every {every}: {:?} {:?} [{:?}, {:?}] from {} samples", s.verdict, s.slope_per_cycle, s.lower, s.upper, s.cycles);
+        eprintln!("sample every {every}: {:?} {:?} from {} samples", s.verdict, s.estimate, s.cycles);
         assert_eq!(s.verdict, Verdict::Leak, "every {every}: {s:?}");
         assert_eq!(report.samples.len() as u64, CYCLES.div_ceil(every));
-        slopes.push((every, s.slope_per_cycle.expect("slope"), s.lower.expect("lower"), s.upper.expect("upper")));
+        let e = s.estimate.expect("estimate");
+        slopes.push((every, e.value, e.lower, e.upper));
     }
     // Each estimate lies within every other run's interval, and near the planted 1 KiB (a
     // per-sample slope would read 5 and 10 times higher at every 5th and 10th cycle).

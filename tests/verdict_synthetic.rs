@@ -1,9 +1,11 @@
-//! Synthetic series get the right verdicts: flat with noise, a linear leak, a one-time step, a
-//! staircase, a sawtooth (periodic compaction), an outlier burst; exact signals; the estimate of
-//! cycles still needed. Pure computation: tests may run in parallel.
+//! Synthetic series get the right verdicts under the growth rule: flat with noise, steady leaks
+//! (down to a few bytes a cycle given cycles enough), a one-time step, a staircase, bursts, a
+//! sawtooth (periodic compaction), an outlier burst; sparse sampling; exact signals; the
+//! estimate of cycles still needed. Pure computation: tests may run in parallel.
 
-use leakcheck::verdict::{judge, judge_at, theil_sen, Evidence, Rule};
-use leakcheck::{Signal, Verdict};
+use leakcheck::report::parse_samples_csv;
+use leakcheck::verdict::{analyze, Analysis, AnalysisConfig, CycleSample, Look, Looks};
+use leakcheck::{Signal, SignalVerdict, Verdict};
 
 /// splitmix64 + Box-Muller: reproducible Gaussian noise without a dependency.
 struct Noise(u64);
@@ -22,144 +24,182 @@ impl Noise {
     }
 }
 
-const N: usize = 500;
 const BASE: f64 = 50e6;
-const RULE: Rule = Rule::Statistical { tolerance_per_cycle: 64.0, confidence: 0.99 };
 
-fn series(seed: u64, sd: f64, f: impl Fn(usize) -> f64) -> Vec<Option<f64>> {
+/// Samples every `every` cycles of `cycles`, the bytes `BASE + f(cycle)` plus noise (made as a
+/// samples CSV and read back: what it leaves out is absent, as in a recorded run).
+fn series(cycles: u64, every: u64, seed: u64, sd: f64, f: impl Fn(u64) -> f64) -> Vec<CycleSample> {
     let mut noise = Noise(seed);
-    (0..N).map(|i| Some(BASE + f(i) + noise.gauss(sd))).collect()
+    let mut csv = String::from("cycle,allocated_bytes,explained_bytes,bookkeeping_bytes\n");
+    for c in (0..cycles).step_by(every as usize) {
+        csv.push_str(&format!("{c},{},0,0\n", (BASE + f(c) + noise.gauss(sd)).max(0.0).round() as u64));
+    }
+    parse_samples_csv(&csv).expect("samples")
 }
 
-fn verdict_of(values: &[Option<f64>]) -> leakcheck::SignalVerdict {
-    let v = judge(Signal::AllocatedBytes, values, RULE, 20);
-    eprintln!("{:?} slope {:?} [{:?}, {:?}] step {:?}", v.verdict, v.slope_per_cycle, v.lower, v.upper, v.step_at_cycle);
+fn bytes(samples: &[CycleSample], cfg: &AnalysisConfig) -> SignalVerdict {
+    let v = analyze(samples, None, None, cfg).signal(Signal::UnexplainedBytes).expect("bytes signal").clone();
+    eprintln!("{:?} per cycle {:?} growth {:?} retention {:?} more {:?}", v.verdict, v.estimate, v.growth, v.retention, v.more_cycles_needed);
     v
+}
+
+/// `check`'s looks (200, then every 10 while inconclusive, up to `max`), the samples folded as
+/// the harness folds them: the verdict and the cycles it took.
+fn checked(samples: &[CycleSample], max: u64) -> (SignalVerdict, u64) {
+    let cfg = AnalysisConfig::default().looking_from(200);
+    let mut a = Analysis::new(cfg);
+    let mut fed = 0;
+    let mut end = 200;
+    loop {
+        while fed < samples.len() && samples[fed].cycle < end {
+            a.sample(&samples[fed]);
+            fed += 1;
+        }
+        let last = end >= max;
+        let v = a.look(Look { index: cfg.looks.index(end, last), last });
+        if v.verdict != Verdict::Inconclusive || last {
+            return (v.signal(Signal::UnexplainedBytes).expect("bytes").clone(), end);
+        }
+        end += 10;
+    }
 }
 
 #[test]
 fn flat_with_noise_is_clean_for_many_seeds() {
     for seed in 0..20 {
-        let v = verdict_of(&series(seed, 20_000.0, |_| 0.0));
+        let v = bytes(&series(500, 1, seed, 2_000.0, |_| 0.0), &AnalysisConfig::default());
         assert_eq!(v.verdict, Verdict::Clean, "seed {seed}");
+        assert!(v.rules_out_per_cycle().is_some_and(|r| r < 100.0), "{v:?}");
     }
 }
 
 #[test]
 fn a_linear_leak_is_a_leak_at_its_rate() {
     for (seed, rate) in [(1, 128.0), (2, 256.0), (3, 1024.0), (4, 16384.0)] {
-        let v = verdict_of(&series(seed, 20_000.0, |i| rate * i as f64));
+        let v = bytes(&series(500, 1, seed, 2_000.0, |c| rate * c as f64), &AnalysisConfig::default());
         assert_eq!(v.verdict, Verdict::Leak, "{rate} B/cycle");
-        let slope = v.slope_per_cycle.expect("slope");
-        assert!((slope - rate).abs() < rate * 0.25 + 20.0, "{rate} B/cycle estimated as {slope}");
+        let per_cycle = v.estimate.expect("estimate").value;
+        assert!((per_cycle - rate).abs() < rate * 0.25 + 20.0, "{rate} B/cycle estimated as {per_cycle}");
     }
+}
+
+/// The growth rule's point: a steady leak far below the old 64 B-a-cycle tolerance is found once
+/// the run is long enough, by check on flat data and by a soak on noisy data.
+#[test]
+fn small_steady_leaks_are_found_given_cycles() {
+    // 16 B a cycle on exactly flat bytes: check goes on past 200 cycles (growth is evidenced)
+    // and calls it once the later half's growth passes the 4 KiB budget.
+    let (v, at) = checked(&series(800, 1, 0, 0.0, |c| 16.0 * c as f64), 800);
+    assert_eq!(v.verdict, Verdict::Leak, "{v:?}");
+    assert!((500..=560).contains(&at), "16 B/cycle decided at {at}");
+    // 4 B a cycle with 1 KiB of noise, a sample every 5th cycle, judged as a soak's last look.
+    let cfg = AnalysisConfig { looks: Looks::Doubling { first: 200 }, ..Default::default() };
+    let v = bytes(&series(50_000, 5, 3, 1_024.0, |c| 4.0 * c as f64), &cfg);
+    assert_eq!(v.verdict, Verdict::Leak, "{v:?}");
+    // Flat data judged clean rules out less the longer the run.
+    let short = bytes(&series(500, 1, 4, 1_024.0, |_| 0.0), &AnalysisConfig::default()).rules_out_per_cycle().expect("clean");
+    let long = bytes(&series(5_000, 1, 4, 1_024.0, |_| 0.0), &AnalysisConfig::default()).rules_out_per_cycle().expect("clean");
+    assert!(long < short / 5.0, "rules out {short} B/cycle at 500 cycles, {long} at 5000");
 }
 
 #[test]
 fn a_one_time_step_is_not_a_leak() {
-    let v = verdict_of(&series(5, 20_000.0, |i| if i >= 240 { 4e6 } else { 0.0 }));
+    let v = bytes(&series(500, 1, 5, 2_000.0, |c| if c >= 120 { 4e6 } else { 0.0 }), &AnalysisConfig::default());
     assert_eq!(v.verdict, Verdict::Clean);
-    let step = v.step_at_cycle.expect("step found");
-    assert!((235..=245).contains(&step), "step found at {step}");
+    let at = v.retention.expect("retention").at_cycle;
+    assert!((116..=124).contains(&at), "step found at {at}");
 }
 
 #[test]
 fn a_staircase_is_a_leak() {
     // 64 KiB every 50 cycles: about 1300 B/cycle, in steps (an arena or a buffer that grows).
-    let v = verdict_of(&series(6, 2_000.0, |i| (i / 50) as f64 * 65536.0));
+    let v = bytes(&series(500, 1, 6, 2_000.0, |c| (c / 50) as f64 * 65536.0), &AnalysisConfig::default());
     assert_eq!(v.verdict, Verdict::Leak);
+}
+
+/// 32 KiB kept in a few cycles of many (a snapshot held now and then): repeated jumps are growth,
+/// however flat the data between them.
+#[test]
+fn bursts_are_a_leak() {
+    let bursts = [64u64, 133, 171, 242, 330, 391];
+    let (v, at) = checked(&series(800, 1, 0, 0.0, |c| 32_768.0 * bursts.iter().filter(|&&b| c >= b).count() as f64), 800);
+    assert_eq!(v.verdict, Verdict::Leak, "{v:?}");
+    assert!(at <= 400, "decided at {at}");
 }
 
 #[test]
 fn a_sawtooth_like_periodic_compaction_is_not_a_leak() {
     // Grows 1 MB over 40 cycles, then drops back (a memtable filling and flushing).
-    let v = verdict_of(&series(7, 5_000.0, |i| (i % 40) as f64 * 25_000.0));
+    let v = bytes(&series(500, 1, 7, 5_000.0, |c| (c % 40) as f64 * 25_000.0), &AnalysisConfig::default());
     assert_ne!(v.verdict, Verdict::Leak);
 }
 
 #[test]
 fn an_outlier_burst_is_not_a_leak() {
-    let v = verdict_of(&series(8, 20_000.0, |i| if (300..306).contains(&i) { 8e6 } else { 0.0 }));
+    let v = bytes(&series(500, 1, 8, 2_000.0, |c| if (300..306).contains(&c) { 8e6 } else { 0.0 }), &AnalysisConfig::default());
     assert_eq!(v.verdict, Verdict::Clean);
 }
 
 #[test]
 fn a_leak_riding_on_a_sawtooth_is_still_a_leak() {
-    let v = verdict_of(&series(9, 5_000.0, |i| (i % 40) as f64 * 25_000.0 + 1024.0 * i as f64));
+    let v = bytes(&series(500, 1, 9, 5_000.0, |c| (c % 40) as f64 * 25_000.0 + 1024.0 * c as f64), &AnalysisConfig::default());
     assert_eq!(v.verdict, Verdict::Leak);
 }
 
 #[test]
-fn too_few_cycles_near_the_tolerance_is_inconclusive_with_an_estimate() {
-    let mut noise = Noise(10);
-    let values: Vec<Option<f64>> = (0..60).map(|i| Some(BASE + 100.0 * i as f64 + noise.gauss(20_000.0))).collect();
-    let v = judge(Signal::AllocatedBytes, &values, RULE, 10);
+fn too_few_cycles_near_the_budget_is_inconclusive_with_an_estimate() {
+    let v = bytes(&series(80, 1, 10, 20_000.0, |c| 100.0 * c as f64), &AnalysisConfig::default());
     assert_eq!(v.verdict, Verdict::Inconclusive);
-    let more = v.more_cycles_needed.expect("an estimate");
-    eprintln!("{v:?}");
-    assert!(more > 0, "{v:?}");
-    // The estimate extrapolates the current (noisy) slope, so it is a guide, not a promise; a run
-    // long enough does decide.
-    let longer: Vec<Option<f64>> =
-        (0..2000).map(|i| Some(BASE + 100.0 * i as f64 + noise.gauss(20_000.0))).collect();
-    let decided = judge(Signal::AllocatedBytes, &longer, RULE, 10);
-    eprintln!("{decided:?}");
-    assert_eq!(decided.verdict, Verdict::Leak);
+    assert!(v.more_cycles_needed.is_some_and(|m| m > 0), "{v:?}");
+    // The estimate extrapolates the current (noisy) growth, so it is a guide, not a promise; a
+    // run long enough does decide.
+    let v = bytes(&series(2000, 1, 10, 20_000.0, |c| 100.0 * c as f64), &AnalysisConfig::default());
+    assert_eq!(v.verdict, Verdict::Leak);
 }
 
 #[test]
 fn exact_signals_flag_any_residue_from_its_first_cycle() {
-    let rule = Rule::Exact { expected: 0.0 };
-    let clean = vec![Some(0.0); 50];
-    assert_eq!(judge_at(Signal::LiveHandlesOf, Some("Options"), &(0..clean.len() as u64).collect::<Vec<_>>(), &clean, rule, 0, Evidence::default()).verdict, Verdict::Clean);
-    let mut leaked: Vec<Option<f64>> = (0..50).map(|i| Some((i / 3) as f64)).collect();
-    leaked[1] = None; // unreadable cycles are skipped, not zeros
-    let v = judge_at(Signal::LiveHandlesOf, Some("Options"), &(0..leaked.len() as u64).collect::<Vec<_>>(), &leaked, rule, 0, Evidence::default());
-    assert_eq!(v.verdict, Verdict::Leak);
-    assert_eq!(v.first_cycle_with_residue, Some(3));
-    assert_eq!(v.max_residue, Some(16.0));
+    let mut samples = series(50, 1, 11, 0.0, |_| 0.0);
+    let v = analyze(&samples, None, None, &AnalysisConfig::default());
+    assert!(v.signal(Signal::LiveHandlesOf).is_none());
+    for (i, s) in samples.iter_mut().enumerate() {
+        if i >= 3 {
+            s.retained_handles.insert("Options".into(), (i / 3) as u64);
+        }
+    }
+    let v = analyze(&samples, None, None, &AnalysisConfig::default());
+    let h = v.signal_named("live_handles.Options").expect("handle signal");
+    assert_eq!(h.verdict, Verdict::Leak);
+    assert_eq!(h.residue.map(|r| (r.max, r.first_cycle)), Some((16.0, Some(3))));
 }
 
 #[test]
-fn long_runs_are_block_averaged() {
-    let mut noise = Noise(11);
-    let values: Vec<f64> = (0..20_000).map(|i| BASE + 300.0 * i as f64 + noise.gauss(20_000.0)).collect();
-    let s = theil_sen(&values, 0.99).expect("slope");
-    assert_eq!(s.block, 20);
-    assert!((s.slope_per_cycle - 300.0).abs() < 5.0, "{s:?}");
+fn long_runs_keep_a_bounded_analysis_and_the_rate() {
+    let v = bytes(&series(200_000, 1, 12, 20_000.0, |c| 30.0 * c as f64), &AnalysisConfig::default());
+    assert_eq!(v.verdict, Verdict::Leak);
+    let per_cycle = v.estimate.expect("estimate").value;
+    assert!((per_cycle - 30.0).abs() < 3.0, "{per_cycle}");
 }
 
 #[test]
-fn sparse_samples_give_the_slope_per_cycle_and_gaps_stay_at_their_cycle() {
-    let mut noise = Noise(12);
-    // A sample every 5th cycle of a 300 B/cycle leak, with two samples unreadable.
-    let cycles: Vec<u64> = (0..N as u64).step_by(5).collect();
-    let mut values: Vec<Option<f64>> = cycles.iter().map(|&c| Some(BASE + 300.0 * c as f64 + noise.gauss(2_000.0))).collect();
-    values[30] = None;
-    values[31] = None;
-    let v = judge_at(Signal::AllocatedBytes, None, &cycles, &values, RULE, 20, Evidence::default());
+fn sparse_samples_give_growth_per_cycle() {
+    // A sample every 5th cycle of a 300 B/cycle leak.
+    let samples = series(1000, 5, 13, 2_000.0, |c| 300.0 * c as f64);
+    let v = bytes(&samples, &AnalysisConfig::default());
     assert_eq!(v.verdict, Verdict::Leak);
-    let slope = v.slope_per_cycle.expect("slope");
-    assert!((slope - 300.0).abs() < 15.0, "{slope} B/cycle");
-    assert_eq!(v.cycles, cycles.len() - 4 - 2, "warm-up (cycles 0-15) and the gaps left out");
+    let per_cycle = v.estimate.expect("estimate").value;
+    assert!((per_cycle - 300.0).abs() < 15.0, "{per_cycle} B/cycle");
+    assert_eq!(v.cycles, samples.len() - 4, "the warm-up (cycles 0-15) left out");
 }
 
 #[test]
 fn below_the_evidence_floor_a_statistical_signal_neither_clean_nor_leak() {
-
     // 25 cycles sampled every 5th: after a 20-cycle warm-up one sample is left. A steep line
     // would be called a leak from three points; the floor asks for more cycles instead.
-    let cycles: Vec<u64> = (0..25).step_by(5).collect();
-    let values: Vec<Option<f64>> = cycles.iter().map(|&c| Some(BASE + 50_000.0 * c as f64)).collect();
-    let v = judge_at(Signal::AllocatedBytes, None, &cycles, &values, RULE, 20, Evidence::default());
+    let v = bytes(&series(25, 5, 14, 0.0, |c| 50_000.0 * c as f64), &AnalysisConfig::default());
     assert_eq!(v.verdict, Verdict::Inconclusive);
-    let more = v.more_cycles_needed.expect("cycles needed");
-    assert!(more >= 30, "{more}");
-    // No warm-up, 12 points over 60 cycles: the floor is met and the leak is called.
-    let cycles: Vec<u64> = (0..60).step_by(5).collect();
-    let values: Vec<Option<f64>> = cycles.iter().map(|&c| Some(BASE + 50_000.0 * c as f64)).collect();
-    assert_eq!(judge_at(Signal::AllocatedBytes, None, &cycles, &values, RULE, 0, Evidence::default()).verdict, Verdict::Leak);
-    // Exact signals are not held back: a residue is a fact.
-    let exact = Rule::Exact { expected: 0.0 };
-    assert_eq!(judge_at(Signal::LiveHandles, None, &[0, 1], &[Some(0.0), Some(1.0)], exact, 0, Evidence::default()).verdict, Verdict::Leak);
+    assert!(v.more_cycles_needed.is_some_and(|m| m >= 25), "{v:?}");
+    // No warm-up, 20 points over 100 cycles: the floor is met and the leak is called.
+    let cfg = AnalysisConfig { warmup_cycles: 0, ..Default::default() };
+    assert_eq!(bytes(&series(100, 5, 14, 0.0, |c| 50_000.0 * c as f64), &cfg).verdict, Verdict::Leak);
 }

@@ -852,15 +852,15 @@ pub fn run_clean_report(
     let started = Instant::now();
     let report = (store.run)(dir, &ledger, &cfg)?;
     let judged = report.verdict.signals.iter().filter(|s| !s.informational);
-    let names = |f: &dyn Fn(&leakcheck::SignalVerdict) -> bool| judged.clone().filter(|s| f(s)).map(|s| s.signal.clone()).collect();
-    let bytes = report.verdict.signal(leakcheck::Signal::UnexplainedBytes).and_then(|s| Some([s.slope_per_cycle?, s.lower?, s.upper?]));
+    let names = |f: &dyn Fn(&leakcheck::SignalVerdict) -> bool| judged.clone().filter(|s| f(s)).map(|s| s.signal.to_string()).collect();
+    let bytes = report.verdict.signal(leakcheck::Signal::UnexplainedBytes).and_then(|s| s.estimate).map(|e| [e.value, e.lower, e.upper]);
     let outcome = CleanOutcome {
         store: store.name.to_string(),
         seed,
         verdict: report.verdict.verdict,
         leaking: names(&|s| s.verdict == Verdict::Leak),
         inconclusive: names(&|s| s.verdict == Verdict::Inconclusive && !s.corroborating()),
-        warnings: names(&|s| s.growth_below_tolerance),
+        warnings: names(&|s| s.growth_below_budget),
         cycles: report.cycles_run,
         faulted_cycles: report.records.iter().filter(|r| !r.faults_fired.is_empty()).count() as u64,
         seconds: started.elapsed().as_secs_f64(),

@@ -16,8 +16,8 @@ use serde::{Deserialize, Serialize};
 use crate::reference::{ReferenceConfig, ReferenceStore, Variant};
 use leakcheck::harness::{Harness, HarnessConfig, HarnessError};
 use leakcheck::fault::FaultPlan;
-use leakcheck::verdict::{analyze, RunVerdict, SignalVerdict};
-use leakcheck::{Class, Ledger, Verdict};
+use leakcheck::verdict::{Look, RunVerdict, SignalVerdict};
+use leakcheck::{Class, Ledger, SignalId, Verdict};
 
 /// The fault plan every variant and the reference store run under: it reaches the failing
 /// close-time marker write, a failed data write, a malformed offset entry and a failure during
@@ -290,22 +290,25 @@ pub fn run_mutant(m: &Mutant, dir: &Path, cycles: u64) -> Result<MutantOutcome, 
     // statistical signal said "leak": the time to verdict counts only signals that still say so
     // at the end, not a passing alarm.
     let mut times: Vec<f64> = Vec::with_capacity(cycles as usize);
-    let mut first_statistical: BTreeMap<String, u64> = BTreeMap::new();
+    let mut first_statistical: BTreeMap<SignalId, u64> = BTreeMap::new();
+    let mut looks = 0;
     let report = harness.run_observed(&mut store, &ledger, |p| {
         times.push(start.elapsed().as_secs_f64());
         let n = p.samples.len();
         if n > analysis.warmup_cycles + 10 && n % 10 == 0 {
-            for s in leaking(&analyze(p.samples, None, None, &analysis)) {
+            // Each of these looks gets its part of the false-positive rate, as check's do.
+            looks += 1;
+            for s in leaking(&p.analysis.clone().look(Look::interim(looks))) {
                 first_statistical.entry(s.signal.clone()).or_insert(p.record.cycle);
             }
         }
         ControlFlow::Continue(())
     })?;
     let first_cycle = leaking(&report.verdict)
-        .filter_map(|s| s.first_cycle_with_residue.map(|c| c as u64).or_else(|| first_statistical.get(&s.signal).copied()))
+        .filter_map(|s| s.residue.and_then(|r| r.first_cycle).map(|c| c as u64).or_else(|| first_statistical.get(&s.signal).copied()))
         .min();
-    let names: BTreeSet<String> = leaking(&report.verdict).map(|s| s.signal.clone()).collect();
-    let classes: BTreeSet<Class> = leaking(&report.verdict).filter_map(|s| Some(s.family()?.class())).collect();
+    let names: BTreeSet<String> = leaking(&report.verdict).map(|s| s.signal.to_string()).collect();
+    let classes: BTreeSet<Class> = leaking(&report.verdict).map(|s| s.class()).collect();
     let detected = report.verdict.verdict == Verdict::Leak;
     let mut sites = BTreeSet::new();
     let mut owners = BTreeSet::new();

@@ -11,7 +11,7 @@ use crate::fresh::FreshDbLoop;
 use crate::planted::PlantedMalloc;
 use crate::reference::{ReferenceConfig, ReferenceStore};
 use leakcheck::harness::{Harness, HarnessConfig, HarnessError, Lifecycle};
-use leakcheck::verdict::analyze;
+use leakcheck::verdict::Look;
 use leakcheck::{Depth, Ledger, Verdict};
 
 /// A store the table runs.
@@ -99,6 +99,7 @@ fn run<L: Lifecycle>(
     let analysis = h.config.analysis;
     let mut found = None;
     let mut slope = None;
+    let mut looks = 0;
     let report = h.run_observed(store, ledger, |p| {
         if stop_at_leak && !p.record.retained_handles.is_empty() {
             // A leaked handle is exact: no statistics to wait for.
@@ -107,9 +108,10 @@ fn run<L: Lifecycle>(
         }
         let n = p.samples.len();
         if stop_at_leak && n >= analysis.warmup_cycles + 2 * CHECK_EVERY && n % CHECK_EVERY == 0 {
-            let v = analyze(p.samples, None, None, &analysis);
+            looks += 1;
+            let v = p.analysis.clone().look(Look::interim(looks));
             if let Some(s) = v.signal(BYTES_SIGNAL) {
-                slope = s.slope_per_cycle;
+                slope = s.estimate.map(|e| e.value);
                 if s.verdict == Verdict::Leak {
                     found = Some(p.record.cycle + 1);
                     return ControlFlow::Break(());
@@ -121,7 +123,7 @@ fn run<L: Lifecycle>(
     let bytes = report.verdict.signal(BYTES_SIGNAL);
     let verdict = bytes.map_or(Verdict::Inconclusive, |s| s.verdict);
     if found.is_none() {
-        slope = bytes.and_then(|s| s.slope_per_cycle);
+        slope = bytes.and_then(|s| s.estimate).map(|e| e.value);
     }
     Ok((found, slope, verdict))
 }

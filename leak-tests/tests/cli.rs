@@ -76,9 +76,9 @@ fn check_with_native_allocations_invisible_exits_3_not_0() {
     let r: RunReport = serde_json::from_slice(&out.stdout).expect("report");
     assert_eq!(r.verdict, Verdict::Inconclusive);
     assert!(r.bytes_unavailable.as_deref().is_some_and(|w| w.contains("not routed to jemalloc")), "{:?}", r.bytes_unavailable);
-    let bytes: Vec<_> = r.signals.iter().filter(|s| s.unit == "B" && !s.informational).collect();
+    let bytes: Vec<_> = r.signals.iter().filter(|s| s.class() == leakcheck::Class::Bytes && !s.informational).collect();
     assert!(!bytes.is_empty() && bytes.iter().all(|s| s.verdict == Verdict::Inconclusive), "{bytes:?}");
-    assert!(r.signals.iter().filter(|s| s.kind == "exact").all(|s| s.verdict == Verdict::Clean));
+    assert!(r.signals.iter().filter(|s| s.kind() == leakcheck::verdict::RuleKind::Exact).all(|s| s.verdict == Verdict::Clean));
     assert_eq!(r.cycles_run, 200, "the run is not cut short");
 
     let mut args = vec!["check", "--cycles", "30", "--max-cycles", "30", "--simulate-invisible-allocations"];

@@ -198,7 +198,7 @@ fn every_variant_is_caught_and_every_clean_store_is_clean() {
     // A leak only on an error path is attributed to its fault point, per firing.
     let marker = &results["marker-failure-leaks-bytes"];
     assert!(
-        marker.signal_names.contains(&Signal::BytesPerFiring.qualified("close.marker")),
+        marker.signal_names.contains(&leakcheck::SignalId::member(Signal::BytesPerFiring, "close.marker").to_string()),
         "the 1 KiB per failed marker write must be attributed to close.marker: {marker:?}"
     );
     // Where the planted line itself creates the leaked handle, the report names that line.

@@ -17,8 +17,8 @@ use serde::{Deserialize, Serialize};
 use crate::fault::{matrix_plans, FaultPlan, FaultPlanError, Faults};
 use crate::probe::jemalloc::ThreadCounters;
 use crate::probe::{ProbeError, RocksDbMemory};
-use crate::verdict::{analyze, judge_at, AnalysisConfig, CycleSample, Rule, RunVerdict, Verdict};
-use crate::{LeakReport, Ledger, Probe, Sample, Settle, Signal};
+use crate::verdict::{mean_shift, shift_verdict, Analysis, AnalysisConfig, CycleFacts, CycleSample, Look, Looks, Rule, RunVerdict, SignalVerdict, Verdict};
+use crate::{HandleKind, LeakReport, Ledger, Probe, Sample, Settle, Signal, SignalId};
 
 /// What a cycle's code gets: which cycle, the ledger to register handles in, the faults to check.
 #[derive(Debug, Clone, Copy)]
@@ -271,6 +271,19 @@ pub struct CycleRecord {
 }
 
 impl CycleRecord {
+    /// What the verdict's exact signals and per-firing attribution read of the record.
+    pub fn facts(&self) -> CycleFacts<'_> {
+        CycleFacts {
+            cycle: self.cycle,
+            retained_handles: &self.retained_handles,
+            unshared_caches_open: self.unshared_caches_open,
+            declared_shared_growth: self.declared_shared_growth,
+            swallowed_close_errors: self.swallowed_close_errors as u64,
+            integrity_violations: self.integrity.total_violations(),
+            faults_fired: &self.faults_fired,
+        }
+    }
+
     /// The record without its texts (phase messages, fault names, problems, sites): what the
     /// exact signals need, in a few dozen bytes, for long soaks.
     pub fn stripped(self) -> CycleRecord {
@@ -355,6 +368,13 @@ impl HarnessConfig {
             None => self.analysis,
         }
     }
+
+    /// Whether a look is due after `done` cycles, and which look it is.
+    fn look_after(&self, analysis: &AnalysisConfig, done: u64) -> Option<Look> {
+        let last = done >= self.cycles;
+        let due = analysis.looks.due(done) || (last && analysis.looks != Looks::End);
+        due.then(|| Look { index: analysis.looks.index(done, last), last })
+    }
 }
 
 impl Default for HarnessConfig {
@@ -425,8 +445,56 @@ pub struct Progress<'a> {
     pub record: &'a CycleRecord,
     /// Its sample, if one was taken.
     pub sample: Option<&'a CycleSample>,
-    /// Every sample so far.
+    /// The samples kept so far (every one in a run that keeps its records; a bounded, evenly
+    /// thinned set in a long soak).
     pub samples: &'a [CycleSample],
+    /// The run's analysis so far: [`Analysis::current`] is the verdict between looks.
+    pub analysis: &'a Analysis,
+    /// The verdict of the look taken after this cycle, when one was due.
+    pub judged: Option<&'a RunVerdict>,
+}
+
+/// The most samples a soak keeps in memory (for its plots): every sample is in samples.csv and
+/// in the analysis; the kept ones are thinned evenly as the run grows.
+pub const MAX_SOAK_SAMPLES: usize = 4096;
+
+/// Samples kept, at most `max`: when full, every other one is dropped and only every `stride`-th
+/// sample after it is kept, so the kept ones stay evenly spread over the run.
+#[derive(Debug)]
+struct Thinned {
+    kept: Vec<CycleSample>,
+    max: usize,
+    stride: u64,
+    seen: u64,
+}
+
+impl Thinned {
+    fn new(max: usize) -> Self {
+        Thinned { kept: Vec::new(), max: max.max(2), stride: 1, seen: 0 }
+    }
+
+    fn push(&mut self, s: CycleSample) {
+        if self.seen.is_multiple_of(self.stride) {
+            self.kept.push(s);
+            if self.kept.len() >= self.max {
+                let mut i = 0;
+                self.kept.retain(|_| {
+                    i += 1;
+                    i % 2 == 1
+                });
+                self.stride *= 2;
+            }
+        }
+        self.seen += 1;
+    }
+
+    fn kept(&self) -> &[CycleSample] {
+        &self.kept
+    }
+
+    fn into_vec(self) -> Vec<CycleSample> {
+        self.kept
+    }
 }
 
 static QUIET_INJECTED_PANICS: Once = Once::new();
@@ -515,16 +583,6 @@ impl Bookkeeping {
     }
 }
 
-/// Whether a run that goes on past `first` cycles while inconclusive
-/// ([`HarnessConfig::decide_after`]) may stop after `cycle` (0-based): at `first` and every
-/// 10 cycles after it, once the memory verdict decides.
-fn decided(first: u64, cycle: u64, samples: &[CycleSample], analysis: &AnalysisConfig) -> bool {
-    let done = cycle + 1;
-    done >= first
-        && (done - first).is_multiple_of(crate::verdict::LOOK_EVERY)
-        && analyze(samples, None, None, analysis).verdict != Verdict::Inconclusive
-}
-
 /// How long the handle check waits once a leak is established (see
 /// [`HarnessConfig::handle_settle`]): covers a worker thread still unwinding.
 pub(crate) const SHORT_SETTLE: Settle = Settle {
@@ -593,7 +651,8 @@ impl Harness {
     ) -> Result<HarnessReport, HarnessError> {
         let cfg = &self.config;
         cfg.plan.validate(&store.fault_points())?;
-        let judged = cfg.judged_analysis();
+        let mut judged_cfg = cfg.judged_analysis();
+        judged_cfg.instances_per_cycle = store.instances_per_cycle();
         quiet_injected_panics();
         let faults = Faults::new(&cfg.plan, cfg.seed);
         let probe = match store.data_dir() {
@@ -607,17 +666,24 @@ impl Harness {
         let unavailable = (cfg.allocator_check)().err();
         let mut bk = Bookkeeping::new();
         let mut swallowed_total = ledger.swallowed_count();
-        let mut records = bk.track(|| Vec::with_capacity(if cfg.keep_records { cfg.cycles.min(10_000) as usize } else { 1 }));
-        let mut samples = bk.track(|| Vec::with_capacity((cfg.cycles / cfg.sample_every.max(1)).min(10_000) as usize));
+        let mut records = bk.track(|| Vec::with_capacity(if cfg.keep_records { cfg.cycles.min(10_000) as usize } else { 0 }));
+        let mut samples = bk.track(|| Thinned::new(if cfg.keep_records { usize::MAX } else { MAX_SOAK_SAMPLES }));
+        let mut analysis = bk.track(|| Analysis::new(judged_cfg));
+        let mut judged: Option<RunVerdict> = None;
         let mut cycles_run = 0;
         let mut patience = Patience { patient: true };
         let mut shared = SharedBaseline::default();
         let mut baseline = with_rocksdb(store, probe.settle(cfg.settle, None).sample);
         baseline.bookkeeping_bytes = bk.bytes();
+        bk.track(|| analysis.baseline(&baseline));
         let target = baseline.clone();
         for cycle in 0..cfg.cycles {
             let mut record = run_cycle(store, ledger, &faults, cycle, cfg, &mut swallowed_total, &mut bk, &mut patience);
-            bk.track(|| shared.observe(ledger, &mut record));
+            bk.track(|| {
+                shared.observe(ledger, &mut record);
+                analysis.record(&record.facts());
+            });
+            let mut sampled = None;
             if cycle % cfg.sample_every.max(1) == 0 {
                 let settled = probe.settled_sample_towards(patience.sample_settle(cfg), &target);
                 if settled.sample.holds_more_files_than(&target) {
@@ -626,23 +692,48 @@ impl Harness {
                 let mut s = with_rocksdb(store, settled.sample);
                 s.bookkeeping_bytes = bk.bytes();
                 let sample = bk.track(|| CycleSample::new(cycle, s, record.retained_handles.clone(), settled.settled));
-                bk.track(|| samples.push(sample));
+                bk.track(|| analysis.sample(&sample));
+                sampled = Some(sample);
             }
             cycles_run += 1;
+            let look = cfg.look_after(&judged_cfg, cycle + 1);
+            if let Some(look) = look {
+                judged = Some(bk.track(|| analysis.look(look)));
+            }
             // The observer runs outside the bookkeeping: what it keeps is not the harness's, and
             // must not be subtracted from the bytes judged.
-            let progress = Progress { record: &record, sample: samples.last().filter(|s| s.cycle == cycle), samples: &samples };
-            let stop = observe(&progress).is_break() || cfg.decide_after.is_some_and(|first| decided(first, cycle, &samples, &judged));
-            bk.track(|| records.push(if cfg.keep_records { record } else { record.stripped() }));
+            let progress = Progress {
+                record: &record,
+                sample: sampled.as_ref(),
+                samples: samples.kept(),
+                analysis: &analysis,
+                judged: judged.as_ref().filter(|_| look.is_some()),
+            };
+            let decided = cfg.decide_after.is_some() && look.is_some() && judged.as_ref().is_some_and(|v| v.verdict != Verdict::Inconclusive);
+            let stop = observe(&progress).is_break() || decided;
+            bk.track(|| {
+                if let Some(s) = sampled {
+                    samples.push(s);
+                }
+                if cfg.keep_records {
+                    records.push(record);
+                }
+            });
             if stop {
                 break;
             }
         }
         let mut last = with_rocksdb(store, probe.settle(cfg.settle, None).sample);
         last.bookkeeping_bytes = bk.bytes();
-        let mut analysis = judged;
-        analysis.instances_per_cycle = store.instances_per_cycle();
-        let mut verdict = verdict_of(&records, &samples, &baseline, &last, &analysis);
+        analysis.last(&last);
+        // The last look: the one the run stopped at (judged again as the last, which can only
+        // turn growth evidenced below the budget from inconclusive to clean), else one more.
+        let done = cycles_run;
+        let index = match cfg.look_after(&judged_cfg, done) {
+            Some(look) => look.index,
+            None => judged_cfg.looks.index(done, true),
+        };
+        let mut verdict = analysis.look(Look::last(index));
         if let Some(reason) = unavailable {
             verdict.mark_bytes_unavailable(reason);
         }
@@ -653,7 +744,7 @@ impl Harness {
             baseline,
             last,
             records,
-            samples,
+            samples: samples.into_vec(),
             verdict,
             ledger: ledger.report(),
         })
@@ -741,14 +832,14 @@ impl Harness {
                 }
             }
         }
-        let confidence = 1.0 - (1.0 - cfg.analysis.interval_confidence(1)) / plans.len().max(1) as f64;
+        let alpha = cfg.analysis.signal_alpha(1) / plans.len().max(1) as f64;
         let tolerance = cfg.analysis.tolerances.bytes_per_firing;
         let entries = plans
             .iter()
             .enumerate()
             .map(|(i, plan)| {
                 let bytes = (judged && changes[i].len() >= MIN_MATRIX_REPEATS as usize && reference.len() >= MIN_MATRIX_REPEATS as usize)
-                    .then(|| crate::verdict::shift_verdict(Signal::MatrixBytes, &plan.to_string(), &changes[i], &reference, tolerance, confidence));
+                    .then(|| matrix_bytes(&plan.to_string(), &changes[i], &reference, tolerance, alpha));
                 let record = kept[i].take().unwrap_or_else(|| discovery.clone());
                 let records_clean = record_clean(&record);
                 let leaks_bytes = bytes.as_ref().is_some_and(|b| b.verdict == Verdict::Leak);
@@ -757,6 +848,18 @@ impl Harness {
             .collect();
         MatrixReport { points: points.into_iter().collect(), discovery, entries, clean_cycles_unclean: warmup_unclean }
     }
+}
+
+/// A plan's bytes per cycle beyond clean cycles (the difference of the means, Welch's interval)
+/// against `tolerance`.
+fn matrix_bytes(plan: &str, changes: &[f64], reference: &[f64], tolerance: f64, alpha: f64) -> SignalVerdict {
+    let mut v = SignalVerdict::undecided(SignalId::member(Signal::MatrixBytes, plan), Rule::Shift { tolerance, alpha });
+    v.cycles = changes.len();
+    if let Some(e) = mean_shift(changes, reference, alpha) {
+        v.estimate = Some(e);
+        v.verdict = shift_verdict(e, tolerance);
+    }
+    v
 }
 
 /// Keeps `r` in `slot` if it is the first unclean one, else drops it, inside the bookkeeping.
@@ -805,7 +908,7 @@ fn run_cycle<L: Lifecycle>(
                     .report()
                     .retained
                     .into_iter()
-                    .filter(|g| g.kind == "Cache" || g.kind == "WriteBufferManager")
+                    .filter(|g| g.kind == HandleKind::Cache.name() || g.kind == HandleKind::WriteBufferManager.name())
                     .filter_map(|g| g.site)
                     .collect();
             }
@@ -909,64 +1012,6 @@ fn unshared_caches(ledger: &Ledger) -> u64 {
         .sum()
 }
 
-fn verdict_of(
-    records: &[CycleRecord],
-    samples: &[CycleSample],
-    baseline: &Sample,
-    last: &Sample,
-    analysis: &AnalysisConfig,
-) -> RunVerdict {
-    let mut v = analyze(samples, Some(baseline), Some(last), analysis);
-    // Handles are exact and checked every cycle, not only on sampled ones.
-    v.signals.retain(|s| s.family() != Some(Signal::LiveHandlesOf));
-    let kinds: BTreeSet<&String> = records.iter().flat_map(|r| r.retained_handles.keys()).collect();
-    let at: Vec<u64> = records.iter().map(|r| r.cycle).collect();
-    let exact = |signal: Signal, qualifier: Option<&str>, f: &dyn Fn(&CycleRecord) -> f64| {
-        let values: Vec<Option<f64>> = records.iter().map(|r| Some(f(r))).collect();
-        judge_at(signal, qualifier, &at, &values, Rule::Exact { expected: 0.0 }, 0, analysis.evidence)
-    };
-    let mut extra = Vec::new();
-    extra.push(exact(Signal::LiveHandles, None, &|r| r.retained_handles.values().sum::<u64>() as f64));
-    for kind in kinds {
-        extra.push(exact(Signal::LiveHandlesOf, Some(kind), &|r| r.retained_handles.get(kind).copied().unwrap_or(0) as f64));
-    }
-    extra.push(exact(Signal::UnsharedCachesOpen, None, &|r| r.unshared_caches_open as f64));
-    extra.push(exact(Signal::DeclaredSharedGrowth, None, &|r| r.declared_shared_growth as f64));
-    extra.push(exact(Signal::SwallowedCloseErrors, None, &|r| r.swallowed_close_errors as f64));
-    extra.push(exact(Signal::Integrity, None, &|r| r.integrity.total_violations() as f64));
-    v.signals.extend(extra);
-    // Leaks on fault paths: each cycle's change in unexplained bytes against the faults that
-    // fired in it (needs a sample every cycle and the cycles' fault records).
-    let levels: BTreeMap<u64, f64> = samples
-        .iter()
-        .filter(|s| s.cycle >= analysis.warmup_cycles as u64)
-        .filter_map(|s| Some((s.cycle, s.sample.unexplained_bytes()? as f64)))
-        .collect();
-    let fired: BTreeMap<u64, &BTreeMap<String, u64>> = records.iter().map(|r| (r.cycle, &r.faults_fired)).collect();
-    let t = &analysis.tolerances;
-    // The family's share of the look's rate, a tenth of it (split over the points): a fault
-    // changes what a cycle does, and with background work spanning cycles (a long-lived DB's
-    // flushes and compactions) that shifts the level's trajectory a little even with nothing
-    // leaked; at a full 1% one run in 20 named such a point.
-    let confidence = 1.0 - (1.0 - analysis.interval_confidence_for(samples)) / 10.0;
-    let mut per_firing = crate::verdict::attribute_faults(&levels, &fired, t.bytes_per_firing, confidence);
-    // A leak persists, so the level must grow: a fault point is named only when the bytes' slope
-    // is above zero (under the tolerance or not). Without growth, what differs after a firing
-    // came back later (a memtable's fill shifted by a failed write): no leak.
-    let grows = v.signal(Signal::UnexplainedBytes).or_else(|| v.signal(Signal::AllocatedBytes)).and_then(|s| s.lower).is_some_and(|l| l > 0.0);
-    if !grows {
-        for s in per_firing.iter_mut().filter(|s| s.verdict == Verdict::Leak) {
-            s.verdict = Verdict::Inconclusive;
-        }
-    }
-    v.signals.extend(per_firing);
-    v.verdict = crate::verdict::aggregate(&v.signals);
-    if let Some(b) = &v.baseline_return {
-        v.verdict = v.verdict.worst(b.verdict);
-    }
-    v
-}
-
 /// One plan of the fault matrix and what its cycle left behind.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[non_exhaustive]
@@ -981,7 +1026,7 @@ pub struct MatrixEntry {
     /// Bytes per cycle under the plan against clean cycles (None: too few repeats, or native
     /// allocations not visible).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub bytes: Option<crate::verdict::SignalVerdict>,
+    pub bytes: Option<SignalVerdict>,
     /// Cycles run under the plan.
     #[serde(default)]
     pub repeats: u32,

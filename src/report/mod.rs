@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 pub(crate) use plot::plot_svgs;
 
 use crate::harness::{CycleRecord, HarnessReport, Phase};
-use crate::verdict::{BaselineReturn, CycleSample, LeakRate, RunVerdict, SignalVerdict};
+use crate::verdict::{BaselineReturn, CycleSample, LeakRate, RulesOut, RunVerdict, SignalVerdict};
 use crate::{LeakReport, Verdict};
 
 /// The report schema's version. Readers reject other versions.
@@ -27,92 +27,6 @@ pub const SCHEMA_VERSION: u32 = 1;
 pub const REPORT_FILE: &str = "report.json";
 /// The samples file's name in a report directory.
 pub const SAMPLES_FILE: &str = "samples.csv";
-
-/// One signal's verdict as reports show it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[non_exhaustive]
-pub struct SignalEntry {
-    /// The signal (`unexplained_bytes`, `live_handles.Options`, `open_fds_under_dir`, ...).
-    pub name: String,
-    /// Its class: handles, bytes, fds, maps, threads, integrity or swallowed.
-    pub class: String,
-    /// clean, leak or inconclusive.
-    pub verdict: Verdict,
-    /// Unit of the values.
-    pub unit: String,
-    /// `exact` or `statistical`.
-    pub kind: String,
-    /// Shown for reference, not part of the run's verdict.
-    #[serde(default)]
-    pub informational: bool,
-    /// Statistical: slope per cycle.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub slope_per_cycle: Option<f64>,
-    /// Statistical: lower confidence bound.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub lower: Option<f64>,
-    /// Statistical: upper confidence bound.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub upper: Option<f64>,
-    /// Statistical: the tolerance per cycle.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tolerance_per_cycle: Option<f64>,
-    /// Inconclusive: about how many more cycles would decide.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub more_cycles_needed: Option<u64>,
-    /// Exact: the largest residue.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_residue: Option<f64>,
-    /// Exact: the first cycle with a residue.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub first_cycle_with_residue: Option<usize>,
-    /// Statistical and clean, but growing: the interval lies above zero, below the tolerance.
-    /// A warning, not a leak.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub growth_below_tolerance: bool,
-    /// Statistical: a one-time level shift past the warm-up, left out of the slope (a retention
-    /// finding: memory kept once), at this cycle ...
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub step_at_cycle: Option<usize>,
-    /// ... and of this size, in the signal's unit.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub step_size: Option<f64>,
-}
-
-impl SignalEntry {
-    /// The signal of the table this entry is about ([`crate::Signal::of_name`]).
-    pub fn family(&self) -> Option<crate::Signal> {
-        crate::Signal::of_name(&self.name)
-    }
-
-    fn from_verdict(v: &SignalVerdict) -> Self {
-        use crate::verdict::Rule;
-        let (kind, tolerance) = match v.rule {
-            Rule::Exact { .. } => ("exact", None),
-            Rule::Statistical { tolerance_per_cycle, .. } => ("statistical", Some(tolerance_per_cycle)),
-        };
-        SignalEntry {
-            name: v.signal.clone(),
-            // Every verdict is made from the signal table; "unknown" would be a name from elsewhere.
-            class: v.family().map_or("unknown", |f| f.class().name()).to_string(),
-            verdict: v.verdict,
-            unit: v.unit.clone(),
-            kind: kind.to_string(),
-            informational: v.informational,
-            slope_per_cycle: v.slope_per_cycle,
-            lower: v.lower,
-            upper: v.upper,
-            tolerance_per_cycle: tolerance,
-            more_cycles_needed: v.more_cycles_needed,
-            max_residue: v.max_residue,
-            first_cycle_with_residue: v.first_cycle_with_residue,
-            growth_below_tolerance: v.growth_below_tolerance,
-            step_at_cycle: v.step_at_cycle,
-            step_size: v.step_size,
-        }
-    }
-}
-
 
 /// What the run was asked to do.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -296,10 +210,16 @@ pub struct RunReport {
     /// Mean wall time per cycle, in milliseconds: the overhead figure `compare` watches.
     pub ms_per_cycle: f64,
     /// One entry per signal.
-    pub signals: Vec<SignalEntry>,
+    pub signals: Vec<SignalVerdict>,
     /// The bytes signal's leak rate, per cycle and per store instance.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub leak_rate: Option<LeakRate>,
+    /// When the bytes signal is clean: the smallest continuing leak the run rules out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rules_out: Option<RulesOut>,
+    /// An interim report: the cycles of the look its statistical verdicts come from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub judged_at_cycles: Option<u64>,
     /// Return to the pre-run baseline.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub baseline_return: Option<BaselineReturn>,
@@ -342,8 +262,10 @@ impl RunReport {
             cycles_run,
             elapsed_seconds,
             ms_per_cycle: if cycles_run > 0 { elapsed_seconds * 1e3 / cycles_run as f64 } else { 0.0 },
-            signals: verdict.signals.iter().map(SignalEntry::from_verdict).collect(),
+            signals: verdict.signals.clone(),
             leak_rate: verdict.leak_rate.clone(),
+            rules_out: verdict.rules_out.clone(),
+            judged_at_cycles: verdict.judged_at_cycles,
             baseline_return: verdict.baseline_return.clone(),
             bytes_unavailable: verdict.bytes_unavailable.clone(),
             cycles_summary: summary,
@@ -363,13 +285,14 @@ impl RunReport {
     }
 
     /// The entry of a signal by its name in reports (`live_handles.Options`).
-    pub fn signal_named(&self, name: &str) -> Option<&SignalEntry> {
-        self.signals.iter().find(|s| s.name == name)
+    pub fn signal_named(&self, name: &str) -> Option<&SignalVerdict> {
+        let id: crate::SignalId = name.parse().ok()?;
+        self.signals.iter().find(|s| s.signal == id)
     }
 
     /// The entry of one signal (of a family: its first member).
-    pub fn signal(&self, signal: crate::Signal) -> Option<&SignalEntry> {
-        self.signals.iter().find(|s| s.family() == Some(signal))
+    pub fn signal(&self, signal: crate::Signal) -> Option<&SignalVerdict> {
+        self.signals.iter().find(|s| s.family() == signal)
     }
 
     /// Among the `within` first stacks of the heap's growth (`--profile`; the most unexplained
@@ -386,8 +309,8 @@ impl RunReport {
     }
 
     /// The bytes signal that the run's leak rate comes from.
-    pub fn bytes_signal(&self) -> Option<&SignalEntry> {
-        self.leak_rate.as_ref().and_then(|r| crate::Signal::of_name(&r.signal)).and_then(|s| self.signal(s))
+    pub fn bytes_signal(&self) -> Option<&SignalVerdict> {
+        self.leak_rate.as_ref().and_then(|r| self.signals.iter().find(|s| s.signal == r.signal))
     }
 }
 
@@ -503,42 +426,90 @@ pub const SAMPLES_COLUMNS: [&str; 24] = [
 pub fn samples_csv(samples: &[CycleSample]) -> String {
     let mut out = SAMPLES_COLUMNS.join(",");
     out.push('\n');
-    let o = |v: Option<u64>| v.map(|v| v.to_string()).unwrap_or_default();
-    let oi = |v: Option<i64>| v.map(|v| v.to_string()).unwrap_or_default();
     for c in samples {
-        let s = &c.sample;
-        let r = s.rocksdb;
-        let p = &s.process;
-        let row = [
-            c.cycle.to_string(),
-            s.monotonic_ns.to_string(),
-            o(s.allocated_bytes()),
-            o(s.jemalloc.map(|j| j.resident_bytes)),
-            s.explained_bytes().to_string(),
-            oi(s.unexplained_bytes()),
-            oi(s.bookkeeping_bytes),
-            o(r.map(|r| r.mem_table_total_bytes)),
-            o(r.map(|r| r.table_readers_total_bytes)),
-            o(r.map(|r| r.cache_total_bytes)),
-            o(p.rss_bytes),
-            o(p.rss_anon_bytes),
-            o(p.open_fds),
-            o(p.open_fds_under_dir),
-            o(p.maps),
-            o(p.maps_under_dir),
-            o(p.threads),
-            c.retained_handles.values().sum::<u64>().to_string(),
-            c.settled.to_string(),
-            o(p.file_maps),
-            o(s.jemalloc.map(|j| j.tcache_bytes)),
-            o(r.map(|r| r.cache_reserved_bytes)),
-            o(r.map(|r| r.cache_over_capacity_bytes)),
-            o(s.jemalloc.map(|j| j.internal_bytes)),
-        ];
-        out.push_str(&row.join(","));
-        out.push('\n');
+        push_row(&mut out, c);
     }
     out
+}
+
+/// One sample's row of the samples CSV, with its newline.
+fn push_row(out: &mut String, c: &CycleSample) {
+    let o = |v: Option<u64>| v.map(|v| v.to_string()).unwrap_or_default();
+    let oi = |v: Option<i64>| v.map(|v| v.to_string()).unwrap_or_default();
+    let s = &c.sample;
+    let r = s.rocksdb;
+    let p = &s.process;
+    let row = [
+        c.cycle.to_string(),
+        s.monotonic_ns.to_string(),
+        o(s.allocated_bytes()),
+        o(s.jemalloc.map(|j| j.resident_bytes)),
+        s.explained_bytes().to_string(),
+        oi(s.unexplained_bytes()),
+        oi(s.bookkeeping_bytes),
+        o(r.map(|r| r.mem_table_total_bytes)),
+        o(r.map(|r| r.table_readers_total_bytes)),
+        o(r.map(|r| r.cache_total_bytes)),
+        o(p.rss_bytes),
+        o(p.rss_anon_bytes),
+        o(p.open_fds),
+        o(p.open_fds_under_dir),
+        o(p.maps),
+        o(p.maps_under_dir),
+        o(p.threads),
+        c.retained_handles.values().sum::<u64>().to_string(),
+        c.settled.to_string(),
+        o(p.file_maps),
+        o(s.jemalloc.map(|j| j.tcache_bytes)),
+        o(r.map(|r| r.cache_reserved_bytes)),
+        o(r.map(|r| r.cache_over_capacity_bytes)),
+        o(s.jemalloc.map(|j| j.internal_bytes)),
+    ];
+    out.push_str(&row.join(","));
+    out.push('\n');
+}
+
+/// samples.csv of a running report: rows are appended as samples come and written at each
+/// [`SamplesFile::flush`] in one write, then synced, so the file grows with the run instead of
+/// being rewritten, and a run killed at any moment leaves whole rows (a row torn by a full disk
+/// is skipped when read back: [`parse_samples_csv`]).
+#[derive(Debug)]
+pub struct SamplesFile {
+    path: PathBuf,
+    pending: String,
+}
+
+impl SamplesFile {
+    /// Creates (or empties) the file and writes the header.
+    ///
+    /// # Errors
+    /// The I/O error, naming the file.
+    pub fn create(path: &Path) -> Result<Self, ReportError> {
+        let mut header = SAMPLES_COLUMNS.join(",");
+        header.push('\n');
+        write_atomic(path, header.as_bytes())?;
+        Ok(SamplesFile { path: path.to_path_buf(), pending: String::new() })
+    }
+
+    /// Adds a sample's row (written at the next flush).
+    pub fn push(&mut self, c: &CycleSample) {
+        push_row(&mut self.pending, c);
+    }
+
+    /// Appends the pending rows and syncs the file.
+    ///
+    /// # Errors
+    /// The I/O error, naming the file.
+    pub fn flush(&mut self) -> Result<(), ReportError> {
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        let mut f = fs::OpenOptions::new().append(true).open(&self.path).map_err(io_err(&self.path))?;
+        f.write_all(self.pending.as_bytes()).map_err(io_err(&self.path))?;
+        f.sync_data().map_err(io_err(&self.path))?;
+        self.pending.clear();
+        Ok(())
+    }
 }
 
 /// Reads a samples CSV back into samples, to judge a recorded run again (or to simulate runs
@@ -552,6 +523,9 @@ pub fn samples_csv(samples: &[CycleSample]) -> String {
 /// the header, a row of the wrong width, a value that is not a number.
 pub fn parse_samples_csv(text: &str) -> Result<Vec<CycleSample>, ReportError> {
     let bad = |line: usize, problem: String| ReportError::Samples { line, problem };
+    // A last row without its newline and too short was cut off while it was written (a full
+    // disk): it is left out.
+    let torn = (!text.ends_with('\n')).then(|| text.lines().count());
     let mut lines = text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty());
     let (_, header) = lines.next().ok_or_else(|| bad(1, "empty: no header".to_string()))?;
     let names: Vec<&str> = header.split(',').map(str::trim).collect();
@@ -565,6 +539,9 @@ pub fn parse_samples_csv(text: &str) -> Result<Vec<CycleSample>, ReportError> {
     for (i, line) in lines {
         let n = i + 1;
         let fields: Vec<&str> = line.split(',').map(str::trim).collect();
+        if fields.len() < names.len() && torn == Some(n) {
+            break;
+        }
         if fields.len() != names.len() {
             return Err(bad(n, format!("{} fields, the header has {}", fields.len(), names.len())));
         }
@@ -649,8 +626,16 @@ pub fn parse_samples_csv(text: &str) -> Result<Vec<CycleSample>, ReportError> {
 /// # Errors
 /// The I/O error, naming the file.
 pub fn write_dir(dir: &Path, report: &RunReport, samples: &[CycleSample]) -> Result<(), ReportError> {
-    let json = serde_json::to_vec_pretty(report).map_err(|source| ReportError::Parse { path: dir.join(REPORT_FILE), source })?;
     write_atomic(&dir.join(SAMPLES_FILE), samples_csv(samples).as_bytes())?;
+    write_report_json(dir, report)
+}
+
+/// Writes report.json into `dir`, atomically.
+///
+/// # Errors
+/// The I/O error, naming the file.
+pub fn write_report_json(dir: &Path, report: &RunReport) -> Result<(), ReportError> {
+    let json = serde_json::to_vec_pretty(report).map_err(|source| ReportError::Parse { path: dir.join(REPORT_FILE), source })?;
     write_atomic(&dir.join(REPORT_FILE), &json)
 }
 
@@ -715,7 +700,7 @@ pub fn compare(old: &RunReport, new: &RunReport, limits: CompareLimits) -> Compa
         regressions.push(format!("verdict {} -> {}", old.verdict, new.verdict));
     }
     if let (Some(a), Some(b)) = (rate(old), rate(new)) {
-        let half = new.bytes_signal().and_then(|s| Some((s.upper? - s.lower?) / 2.0)).unwrap_or(0.0);
+        let half = new.bytes_signal().and_then(|s| s.estimate).map_or(0.0, |e| (e.upper - e.lower) / 2.0);
         if b - a > limits.max_rate_increase_bytes.max(half) {
             regressions.push(format!("leak rate {a:.1} -> {b:.1} B/cycle"));
         }
@@ -789,9 +774,9 @@ mod tests {
         assert_eq!(v.verdict, w.verdict);
         for s in &v.signals {
             // Handles by kind come back as their sum, under the kind `all`.
-            let name = s.signal.replace("live_handles.Options", "live_handles.all");
+            let name = s.signal.to_string().replace("live_handles.Options", "live_handles.all");
             let t = w.signal_named(&name).unwrap_or_else(|| panic!("{name} lost"));
-            assert_eq!((s.verdict, s.slope_per_cycle, s.lower, s.max_residue), (t.verdict, t.slope_per_cycle, t.lower, t.max_residue), "{name}");
+            assert_eq!((s.verdict, s.estimate, s.residue), (t.verdict, t.estimate, t.residue), "{name}");
         }
     }
 

@@ -111,11 +111,12 @@ fn series_of(samples: &[CycleSample], name: &str, f: impl Fn(&CycleSample) -> Op
     Series { name: name.to_string(), points: samples.iter().filter_map(|c| Some((c.cycle as f64, f(c)?))).collect(), dashed: false }
 }
 
-/// The fitted slope as a line through the median intercept of the judged points.
+/// The later part's growth per cycle as a line through the median intercept of its points.
 fn fit_line(samples: &[CycleSample], report: &RunReport, value: impl Fn(&CycleSample) -> Option<f64>) -> Option<Series> {
     let signal = report.bytes_signal()?;
-    let slope = signal.slope_per_cycle?;
-    let pts: Vec<(f64, f64)> = samples.iter().filter_map(|c| Some((c.cycle as f64, value(c)?))).collect();
+    let slope = signal.estimate?.value;
+    let from = signal.growth.map_or(0, |g| g.from_cycle);
+    let pts: Vec<(f64, f64)> = samples.iter().filter(|c| c.cycle >= from).filter_map(|c| Some((c.cycle as f64, value(c)?))).collect();
     let mut intercepts: Vec<f64> = pts.iter().map(|(x, y)| y - slope * x).collect();
     if intercepts.is_empty() {
         return None;

@@ -34,7 +34,7 @@ use crate::fault::{FaultPlan, FaultPlanError, FAULTS_ENV};
 use crate::harness::{HarnessError, Lifecycle};
 use crate::ledger::LedgerError;
 use crate::report::{self, CompareLimits, Comparison, CycleSummary, ReportError, RunReport, RunSettings};
-use crate::verdict::{analyze, CycleSample};
+use crate::verdict::{CycleSample, Looks};
 use crate::{Depth, Harness, HarnessConfig, Ledger, Verdict};
 
 use progress::Progress;
@@ -401,13 +401,17 @@ fn drive<L: Lifecycle>(store: &mut L, ledger: &Ledger, opts: &RunOptions, plan: 
     };
     let mut hc = HarnessConfig {
         cycles: plan.max_cycles.unwrap_or(plan.cycles),
-        decide_after: Some(plan.cycles),
+        // check stops once decided; a soak runs on, looked at as its cycles double.
+        decide_after: (!soak).then_some(plan.cycles),
         plan: faults,
         seed: opts.seed,
         sample_every: plan.sample_every,
         keep_records: !soak,
         ..HarnessConfig::default()
     };
+    if soak {
+        hc.analysis.looks = Looks::Doubling { first: DEFAULT_CHECK_CYCLES };
+    }
     if let Some(check) = opts.allocator_check {
         hc.allocator_check = check;
     }
@@ -425,15 +429,22 @@ fn drive<L: Lifecycle>(store: &mut L, ledger: &Ledger, opts: &RunOptions, plan: 
     let mut slope: Option<f64> = None;
     let mut write_error = None;
     let mut interrupted = false;
+    let mut csv = match &opts.report {
+        Some(dir) => Some(report::SamplesFile::create(&dir.join(report::SAMPLES_FILE)).map_err(|source| RunError::Report { context: "writing the report".to_string(), source })?),
+        None => None,
+    };
     let result = harness.run_observed(store, ledger, |p| {
         summary.add(p.record);
         let cycle = p.record.cycle + 1;
+        if let (Some(f), Some(s)) = (csv.as_mut(), p.sample) {
+            f.push(s);
+        }
         if cycle % opts.report_every == 0 || cycle == 1 {
-            let interim = analyze(p.samples, None, None, &analysis);
+            let interim = p.judged.cloned().unwrap_or_else(|| p.analysis.current());
             slope = interim.leak_rate.as_ref().map(|r| r.bytes_per_cycle);
-            if let Some(dir) = &opts.report {
+            if let (Some(dir), Some(f)) = (&opts.report, csv.as_mut()) {
                 let r = RunReport::new(settings.clone(), &interim, summary.clone(), ledger.report(), cycle, started.elapsed().as_secs_f64(), false);
-                if let Err(e) = write_report(dir, &r, p.samples, false) {
+                if let Err(e) = write_report(dir, f, &r, p.samples, false) {
                     write_error = Some(e);
                     return ControlFlow::Break(());
                 }
@@ -478,17 +489,20 @@ fn drive<L: Lifecycle>(store: &mut L, ledger: &Ledger, opts: &RunOptions, plan: 
         r.heap_growth = growth.stacks;
         r.heap_growth_by_function = growth.functions;
     }
-    if let Some(dir) = &opts.report {
-        write_report(dir, &r, &h.samples, true)?;
+    if let (Some(dir), Some(f)) = (&opts.report, csv.as_mut()) {
+        write_report(dir, f, &r, &h.samples, true)?;
     }
     Ok(RunOutcome { report: r, report_dir: opts.report.clone() })
 }
 
-/// Writes report.json, samples.csv and the plots, each atomically (PNG only in the final
-/// report, with feature `png`: rendering takes longer than a cycle).
-fn write_report(dir: &Path, r: &RunReport, samples: &[CycleSample], last: bool) -> Result<(), RunError> {
+/// Appends the new samples to samples.csv (synced), then writes report.json and the plots, each
+/// atomically (PNG only in the final report, with feature `png`: rendering takes longer than a
+/// cycle). The plots draw the samples kept in memory (every one in a check, an evenly thinned set
+/// in a long soak).
+fn write_report(dir: &Path, csv: &mut report::SamplesFile, r: &RunReport, samples: &[CycleSample], last: bool) -> Result<(), RunError> {
     let failed = |source| RunError::Report { context: "writing the report".to_string(), source };
-    report::write_dir(dir, r, samples).map_err(failed)?;
+    csv.flush().map_err(failed)?;
+    report::write_report_json(dir, r).map_err(failed)?;
     for plot in report::plot_svgs(r, samples) {
         report::write_atomic(&dir.join(&plot.file_name), plot.svg.as_bytes()).map_err(failed)?;
         #[cfg(feature = "png")]

@@ -3,6 +3,7 @@
 use std::fmt::Write;
 
 use crate::report::RunReport;
+use crate::verdict::{BudgetFrom, RuleKind};
 use crate::Verdict;
 
 /// `--profile N` at or below which check's text says the bytes read low: on a planted 4 KiB per
@@ -33,6 +34,20 @@ fn fmt_num(v: Option<f64>, unit: &str) -> String {
 /// The table of `report`, as `check` prints it.
 pub(crate) fn table(r: &RunReport) -> String {
     let mut out = String::new();
+    header(&mut out, r);
+    signal_rows(&mut out, r);
+    signal_notes(&mut out, r);
+    heap_section(&mut out, r);
+    totals(&mut out, r);
+    ledger_section(&mut out, r);
+    for p in &r.cycles_summary.integrity_problems {
+        let _ = writeln!(out, "integrity: {p}");
+    }
+    let _ = writeln!(out, "\nverdict: {}{}", r.verdict, if r.verdict == Verdict::Inconclusive { " (run more cycles)" } else { "" });
+    out
+}
+
+fn header(out: &mut String, r: &RunReport) {
     let s = &r.settings;
     let _ = writeln!(
         out,
@@ -57,43 +72,75 @@ pub(crate) fn table(r: &RunReport) -> String {
     }
     let _ = writeln!(out, "{cycles}");
     let _ = writeln!(out);
+}
+
+fn signal_rows(out: &mut String, r: &RunReport) {
     let _ = writeln!(out, "{:<32} {:<10} {:<14} {:>12} {:>26}", "signal", "class", "verdict", "per cycle", "interval / residue");
     for e in &r.signals {
-        let verdict = match (e.informational, e.growth_below_tolerance) {
+        let verdict = match (e.informational, e.growth_below_budget) {
             (true, _) => format!("({})", e.verdict),
             (false, true) => format!("{} (grows)", e.verdict),
             (false, false) => e.verdict.to_string(),
         };
-        let (per_cycle, detail) = if e.kind == "exact" {
-            ("-".to_string(), format!("residue {}", fmt_num(e.max_residue, &e.unit)))
-        } else {
-            (
-                fmt_num(e.slope_per_cycle, &e.unit),
-                format!("[{}, {}]", fmt_num(e.lower, &e.unit), fmt_num(e.upper, &e.unit)),
-            )
+        let (per_cycle, detail) = match (e.kind(), e.estimate) {
+            (RuleKind::Exact, _) => ("-".to_string(), format!("residue {}", fmt_num(e.residue.map(|r| r.max), e.unit()))),
+            (RuleKind::Statistical, Some(est)) => {
+                (fmt_num(Some(est.value), e.unit()), format!("[{}, {}]", fmt_num(Some(est.lower), e.unit()), fmt_num(Some(est.upper), e.unit())))
+            }
+            (RuleKind::Statistical, None) => ("-".to_string(), "-".to_string()),
         };
-        let _ = writeln!(out, "{:<32} {:<10} {:<14} {:>12} {:>26}", e.name, e.class, verdict, per_cycle, detail);
+        let _ = writeln!(out, "{:<32} {:<10} {:<14} {:>12} {:>26}", e.signal.to_string(), e.class(), verdict, per_cycle, detail);
     }
-    let _ = writeln!(out, "(verdicts in parentheses are raw signals shown for reference; the run is judged on the net ones, after\n what RocksDB accounts for and the harness's own records)");
-    if r.signals.iter().any(|e| e.growth_below_tolerance && !e.informational) {
-        let _ = writeln!(out, "warning: \"clean (grows)\": growth below the tolerance, yet growth (the interval lies above zero)");
+    let _ = writeln!(
+        out,
+        "(per cycle: growth over the later half of the judged cycles; verdicts in parentheses are raw signals shown\n \
+         for reference, the run is judged on the net ones, after what RocksDB accounts for and the harness's own records)"
+    );
+}
+
+fn signal_notes(out: &mut String, r: &RunReport) {
+    if let Some(j) = r.judged_at_cycles {
+        let _ = writeln!(out, "statistical verdicts as judged after {j} cycles (the last look so far)");
+    }
+    if let Some(ro) = &r.rules_out {
+        let _ = writeln!(
+            out,
+            "clean: no continuing leak of {}/cycle or more ({} per store instance), from growth over cycles {}-{} \
+             against a budget of {} ({})",
+            human_bytes(ro.bytes_per_cycle),
+            human_bytes(ro.bytes_per_instance),
+            ro.from_cycle,
+            ro.to_cycle,
+            human_bytes(ro.budget_bytes),
+            match ro.budget_from {
+                BudgetFrom::Total => "the total budget",
+                BudgetFrom::Tolerance => "the tolerance per cycle times the span",
+            }
+        );
+    }
+    if r.signals.iter().any(|e| e.growth_below_budget && !e.informational) {
+        let _ = writeln!(out, "warning: \"clean (grows)\": growth below the budget at the last look, yet growth (the interval lies above zero)");
     }
     for e in r.signals.iter().filter(|e| !e.informational) {
-        if let (Some(at), Some(size)) = (e.step_at_cycle, e.step_size) {
+        if let Some(ret) = e.retention {
             let _ = writeln!(
-        out,
-                "retention: {} shifted once by {} at cycle {at}, left out of the slope (memory kept once: a pool or cache \
+                out,
+                "retention: {} shifted once by {} near cycle {}, followed by level data (memory kept once: a pool or cache \
                  filling, or a leak that happened once)",
-                e.name,
-                fmt_num(Some(size), &e.unit)
+                e.signal,
+                fmt_num(Some(ret.size), e.unit()),
+                ret.at_cycle
             );
         }
     }
     for e in r.signals.iter().filter(|e| e.verdict == Verdict::Inconclusive && !e.informational) {
         if let Some(n) = e.more_cycles_needed {
-            let _ = writeln!(out, "{}: inconclusive, about {n} more cycles needed", e.name);
+            let _ = writeln!(out, "{}: inconclusive, about {n} more cycles needed", e.signal);
         }
     }
+}
+
+fn heap_section(out: &mut String, r: &RunReport) {
     if let Some(lg) = r.settings.profile_lg_sample.filter(|lg| *lg <= SAMPLING_BIAS_LG) {
         let _ = writeln!(
             out,
@@ -134,6 +181,9 @@ pub(crate) fn table(r: &RunReport) -> String {
             }
         }
     }
+}
+
+fn totals(out: &mut String, r: &RunReport) {
     if let Some(rate) = &r.leak_rate {
         let _ = writeln!(
         out,
@@ -161,6 +211,9 @@ pub(crate) fn table(r: &RunReport) -> String {
     if let Some(why) = &r.bytes_unavailable {
         let _ = writeln!(out, "\nbyte signals unavailable, so the run cannot be called clean: {why}");
     }
+}
+
+fn ledger_section(out: &mut String, r: &RunReport) {
     if !r.ledger.is_clean() {
         let _ = writeln!(out, "\n{}", r.ledger);
     } else if r.signal(crate::Signal::DeclaredSharedGrowth).is_some_and(|e| e.verdict == Verdict::Leak) {
@@ -180,9 +233,4 @@ pub(crate) fn table(r: &RunReport) -> String {
             );
         }
     }
-    for p in &r.cycles_summary.integrity_problems {
-        let _ = writeln!(out, "integrity: {p}");
-    }
-    let _ = writeln!(out, "\nverdict: {}{}", r.verdict, if r.verdict == Verdict::Inconclusive { " (run more cycles)" } else { "" });
-    out
 }

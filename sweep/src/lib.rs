@@ -213,7 +213,8 @@ pub fn run_path(path: &'static SweepPath) -> Result<PathOutcome, SweepError> {
     let calls = f64::from(path.calls_per_cycle);
     let bytes_per_call = r
         .signal(Signal::UnexplainedBytes)
-        .and_then(|s| Some([s.slope_per_cycle? / calls, s.lower? / calls, s.upper? / calls]));
+        .and_then(|s| s.estimate)
+        .map(|e| [e.value / calls, e.lower / calls, e.upper / calls]);
     Ok(PathOutcome {
         path: path.name.to_string(),
         rocksdb: ROCKSDB_VERSION.to_string(),

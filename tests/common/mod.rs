@@ -52,14 +52,14 @@ pub fn print(v: &RunVerdict) {
     eprintln!("run verdict: {}", v.verdict);
     for s in &v.signals {
         eprintln!(
-            "  {:<28} {:<12} slope {:>10.1} [{:>10.1}, {:>10.1}] residue {:?} step {:?} more {:?}",
-            s.signal,
+            "  {:<28} {:<12} per cycle {:>10.1} [{:>10.1}, {:>10.1}] residue {:?} retention {:?} more {:?}",
+            s.signal.to_string(),
             s.verdict.name(),
-            s.slope_per_cycle.unwrap_or(f64::NAN),
-            s.lower.unwrap_or(f64::NAN),
-            s.upper.unwrap_or(f64::NAN),
-            s.max_residue,
-            s.step_at_cycle,
+            s.estimate.map_or(f64::NAN, |e| e.value),
+            s.estimate.map_or(f64::NAN, |e| e.lower),
+            s.estimate.map_or(f64::NAN, |e| e.upper),
+            s.residue.map(|r| r.max),
+            s.retention,
             s.more_cycles_needed
         );
     }
@@ -74,7 +74,7 @@ pub fn assert_flagged(cycles: u64, leak_bytes: usize, expected: std::ops::Range<
     print(&v);
     let alloc = v.signal(Signal::AllocatedBytes).expect("allocated signal");
     assert_eq!(alloc.verdict, leakcheck::Verdict::Leak);
-    let slope = alloc.slope_per_cycle.expect("slope");
+    let slope = alloc.estimate.expect("estimate").value;
     assert!(expected.contains(&slope), "slope {slope} B/cycle for a {leak_bytes} B/cycle leak");
     v
 }

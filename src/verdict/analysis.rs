@@ -1,0 +1,429 @@
+//! [`Analysis`]: a run's verdict, folded as its samples and cycle records come.
+
+use std::collections::BTreeMap;
+
+use super::attribution::Firings;
+use super::exact::ExactSeries;
+use super::floors::Floors;
+use super::growth::{self, GrowthRule};
+use super::model::{Estimate, Retention, SignalVerdict};
+use super::{aggregate, AnalysisConfig, BaselineReturn, CycleSample, Evidence, LeakRate, RulesOut, RunVerdict, Verdict};
+use crate::probe::Sample;
+use crate::signal::{Signal, SignalId};
+
+/// Which look a verdict is: its index (each gets its part of the false-positive rate,
+/// [`AnalysisConfig`]) and whether it is the last (growth evidenced below the budget is clean at
+/// the last look, and only there).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Look {
+    /// 1 for the first look.
+    pub index: u64,
+    /// No look comes after it.
+    pub last: bool,
+}
+
+impl Look {
+    /// The last look, with index `index`.
+    pub fn last(index: u64) -> Look {
+        Look { index, last: true }
+    }
+
+    /// A look before the end.
+    pub fn interim(index: u64) -> Look {
+        Look { index, last: false }
+    }
+}
+
+/// What the harness saw of one cycle, for the exact signals and the per-firing attribution.
+#[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
+pub struct CycleFacts<'a> {
+    /// 0-based cycle number.
+    pub cycle: u64,
+    /// Undeclared live handles per kind after the cycle.
+    pub retained_handles: &'a BTreeMap<String, u64>,
+    /// Caches not declared shared while the store was open.
+    pub unshared_caches_open: u64,
+    /// Handles declared shared beyond those of the first cycle.
+    pub declared_shared_growth: u64,
+    /// Close errors dropped unseen in the cycle.
+    pub swallowed_close_errors: u64,
+    /// Integrity violations found after the cycle.
+    pub integrity_violations: u64,
+    /// Fault points that fired in the cycle, with counts.
+    pub faults_fired: &'a BTreeMap<String, u64>,
+}
+
+/// The exact signals the harness's cycle records feed.
+#[derive(Debug, Clone, Default)]
+struct Records {
+    cycles: u64,
+    live: Option<ExactSeries>,
+    kinds: BTreeMap<String, ExactSeries>,
+    unshared: Option<ExactSeries>,
+    shared_growth: Option<ExactSeries>,
+    swallowed: Option<ExactSeries>,
+    integrity: Option<ExactSeries>,
+}
+
+/// The statistical signals, in the order reports list them.
+const STATISTICAL: [Signal; 14] = [
+    Signal::AllocatedBytes,
+    Signal::UnexplainedBytes,
+    Signal::ExplainedBytes,
+    Signal::RocksdbExplainedBytes,
+    Signal::ResidentBytes,
+    Signal::RssAnonBytes,
+    Signal::RssAnonOutsideJemallocBytes,
+    Signal::RssBytes,
+    Signal::OpenFds,
+    Signal::OpenFdsOutsideDir,
+    Signal::Maps,
+    Signal::FileMaps,
+    Signal::FileMapsOutsideDir,
+    Signal::Threads,
+];
+
+/// A statistical signal's value in a sample, when readable.
+fn value(signal: Signal, s: &Sample) -> Option<f64> {
+    let p = &s.process;
+    let f = |v: Option<u64>| v.map(|v| v as f64);
+    let resident = s.jemalloc.filter(|j| j.purged).map(|j| j.resident_bytes as f64);
+    let explained = s.has_explanation().then(|| s.explained_bytes() as f64);
+    match signal {
+        Signal::AllocatedBytes => f(s.allocated_bytes()),
+        Signal::UnexplainedBytes => Some(f(s.allocated_bytes())? - explained?),
+        Signal::ExplainedBytes => explained,
+        Signal::RocksdbExplainedBytes => s.rocksdb.map(|r| r.unbounded_bytes() as f64),
+        Signal::ResidentBytes => resident,
+        Signal::RssAnonBytes => f(p.rss_anon_bytes),
+        Signal::RssAnonOutsideJemallocBytes => Some(f(p.rss_anon_bytes)? - resident?),
+        Signal::RssBytes => f(p.rss_bytes),
+        Signal::OpenFds => f(p.open_fds),
+        Signal::OpenFdsOutsideDir => Some(f(p.open_fds)? - f(p.open_fds_under_dir)?),
+        Signal::Maps => f(p.maps),
+        Signal::FileMaps => f(p.file_maps),
+        Signal::FileMapsOutsideDir => Some(f(p.file_maps)? - f(p.maps_under_dir)?),
+        Signal::Threads => f(p.threads),
+        _ => None,
+    }
+}
+
+/// A run's verdict, folded as its samples ([`Analysis::sample`]) and cycle records
+/// ([`Analysis::record`]) come, in bounded memory: each statistical signal keeps at most a few
+/// hundred block floors, the attribution a few hundred blocks of intervals, so a look
+/// ([`Analysis::look`]) costs the same after a thousand cycles or a million.
+///
+/// ```
+/// use leakcheck::verdict::{Analysis, AnalysisConfig, Look};
+/// let mut a = Analysis::new(AnalysisConfig::default());
+/// let v = a.look(Look::last(1));
+/// assert_eq!(v.verdict, leakcheck::Verdict::Clean); // nothing seen, nothing leaked
+/// ```
+#[derive(Debug, Clone)]
+pub struct Analysis {
+    cfg: AnalysisConfig,
+    series: BTreeMap<Signal, Floors>,
+    dir_fds: Option<ExactSeries>,
+    dir_maps: Option<ExactSeries>,
+    sample_handles: BTreeMap<String, ExactSeries>,
+    samples: u64,
+    records: Option<Records>,
+    firings: Firings,
+    baseline: Option<Sample>,
+    last: Option<Sample>,
+    /// The statistical verdicts of the last look, and its cycles.
+    memo: Option<(u64, Vec<SignalVerdict>)>,
+    last_cycle: Option<u64>,
+}
+
+impl Analysis {
+    /// An analysis with nothing seen yet.
+    pub fn new(cfg: AnalysisConfig) -> Self {
+        Analysis {
+            cfg,
+            series: BTreeMap::new(),
+            dir_fds: None,
+            dir_maps: None,
+            sample_handles: BTreeMap::new(),
+            samples: 0,
+            records: None,
+            firings: Firings::default(),
+            baseline: None,
+            last: None,
+            memo: None,
+            last_cycle: None,
+        }
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &AnalysisConfig {
+        &self.cfg
+    }
+
+    /// Sets the sample taken before the first open (files and maps under the store's directory
+    /// must come back to it; the return to baseline compares with it).
+    pub fn baseline(&mut self, s: &Sample) {
+        self.baseline = Some(s.clone());
+    }
+
+    /// Sets the sample taken after the last close.
+    pub fn last(&mut self, s: &Sample) {
+        self.last = Some(s.clone());
+    }
+
+    /// Adds one cycle's settled sample (cycles increasing).
+    pub fn sample(&mut self, c: &CycleSample) {
+        self.samples += 1;
+        self.last_cycle = Some(c.cycle);
+        let s = &c.sample;
+        if c.cycle >= self.cfg.warmup_cycles as u64 {
+            for signal in STATISTICAL {
+                if let Some(v) = value(signal, s) {
+                    self.series.entry(signal).or_default().push(c.cycle, v);
+                }
+            }
+            if let Some(level) = value(Signal::UnexplainedBytes, s) {
+                self.firings.level(c.cycle, level);
+            }
+        }
+        let expect = |f: &dyn Fn(&Sample) -> Option<u64>| self.baseline.as_ref().and_then(f).unwrap_or(0) as f64;
+        let (fds, maps) = (expect(&|b| b.process.open_fds_under_dir), expect(&|b| b.process.maps_under_dir));
+        if let Some(v) = s.process.open_fds_under_dir {
+            self.dir_fds.get_or_insert_with(|| ExactSeries::new(fds)).push(c.cycle, v as f64);
+        }
+        if let Some(v) = s.process.maps_under_dir {
+            self.dir_maps.get_or_insert_with(|| ExactSeries::new(maps)).push(c.cycle, v as f64);
+        }
+        for kind in c.retained_handles.keys() {
+            self.sample_handles.entry(kind.clone()).or_insert_with(|| ExactSeries::new(0.0));
+        }
+        for (kind, series) in &mut self.sample_handles {
+            series.push(c.cycle, c.retained_handles.get(kind).copied().unwrap_or(0) as f64);
+        }
+    }
+
+    /// Adds one cycle's record (every cycle, sampled or not, before its sample): the exact
+    /// signals of handles, caches, close errors and integrity come from the records once any is
+    /// given, and the fault points' firings feed the per-firing attribution.
+    pub fn record(&mut self, r: &CycleFacts<'_>) {
+        self.firings.fired(r.cycle, r.faults_fired);
+        let rec = self.records.get_or_insert_with(Records::default);
+        let seen = rec.cycles;
+        rec.cycles += 1;
+        let push = |slot: &mut Option<ExactSeries>, v: u64| slot.get_or_insert_with(|| ExactSeries::new(0.0)).push(r.cycle, v as f64);
+        push(&mut rec.live, r.retained_handles.values().sum());
+        push(&mut rec.unshared, r.unshared_caches_open);
+        push(&mut rec.shared_growth, r.declared_shared_growth);
+        push(&mut rec.swallowed, r.swallowed_close_errors);
+        push(&mut rec.integrity, r.integrity_violations);
+        for kind in r.retained_handles.keys() {
+            rec.kinds.entry(kind.clone()).or_insert_with(|| {
+                // The cycles before this kind appeared retained none of it.
+                let mut s = ExactSeries::new(0.0);
+                for c in 0..seen {
+                    s.push(c, 0.0);
+                }
+                s
+            });
+        }
+        for (kind, series) in &mut rec.kinds {
+            series.push(r.cycle, r.retained_handles.get(kind).copied().unwrap_or(0) as f64);
+        }
+    }
+
+    /// The verdict at `look`: every signal judged now (and the statistical verdicts kept for
+    /// [`Analysis::current`]).
+    pub fn look(&mut self, look: Look) -> RunVerdict {
+        let statistical = self.statistical(look);
+        let v = self.assemble(statistical.clone(), look, None);
+        self.memo = Some((self.last_cycle.map_or(0, |c| c + 1), statistical));
+        v
+    }
+
+    /// The verdict between looks: the exact signals now, the statistical ones as the last look
+    /// judged them (inconclusive before any look), with [`RunVerdict::judged_at_cycles`] saying
+    /// when.
+    pub fn current(&self) -> RunVerdict {
+        let (at, statistical) = match &self.memo {
+            Some((at, s)) => (Some(*at), s.clone()),
+            None => (None, self.statistical(Look::interim(1)).into_iter().map(|s| undecided_like(&s)).collect()),
+        };
+        let index = self.cfg.looks.index(at.unwrap_or(0), false);
+        self.assemble(statistical, Look::interim(index), at)
+    }
+
+    fn assemble(&self, mut signals: Vec<SignalVerdict>, look: Look, judged_at: Option<u64>) -> RunVerdict {
+        let rate_signal = if self.series.contains_key(&Signal::UnexplainedBytes) { Signal::UnexplainedBytes } else { Signal::AllocatedBytes };
+        let rate = signals.iter().find(|s| s.family() == rate_signal).cloned();
+        signals.extend(self.exact());
+        signals.extend(self.per_firing(look, rate.as_ref()));
+        let instances = self.cfg.instances_per_cycle.max(1);
+        let leak_rate = rate.as_ref().and_then(|r| r.estimate).map(|e| LeakRate {
+            signal: rate_signal.into(),
+            bytes_per_cycle: e.value,
+            bytes_per_instance: e.value / instances as f64,
+            instances_per_cycle: instances,
+        });
+        let rules_out = rate.as_ref().and_then(|r| Some((r.rules_out_per_cycle()?, r.growth?))).map(|(per_cycle, g)| RulesOut {
+            signal: rate_signal.into(),
+            bytes_per_cycle: per_cycle,
+            bytes_per_instance: per_cycle / instances as f64,
+            from_cycle: g.from_cycle,
+            to_cycle: g.to_cycle,
+            budget_bytes: g.budget,
+            budget_from: g.budget_from,
+        });
+        let baseline_return = match (&self.baseline, &self.last) {
+            (Some(b), Some(l)) => Some(BaselineReturn::judge(b, l, self.cfg.baseline_tolerance_bytes)),
+            _ => None,
+        };
+        let mut verdict = aggregate(&signals);
+        if let Some(b) = &baseline_return {
+            verdict = verdict.worst(b.verdict);
+        }
+        RunVerdict { verdict, signals, leak_rate, rules_out, baseline_return, bytes_unavailable: None, judged_at_cycles: judged_at }
+    }
+
+    /// The rule and evidence floor of a statistical signal at a look.
+    fn rule(&self, signal: Signal, look: Look) -> (GrowthRule, Evidence) {
+        let t = &self.cfg.tolerances;
+        let b = &self.cfg.budgets;
+        let alpha = self.cfg.signal_alpha(look.index);
+        let page = self.cfg.evidence.at_least(Evidence::PAGE_GRANULAR);
+        let rule = |tolerance_per_cycle: f64, budget: Option<f64>| GrowthRule { tolerance_per_cycle, budget, alpha, counts: false };
+        match signal {
+            Signal::RocksdbExplainedBytes => (rule(t.rocksdb_bytes_per_cycle, b.bytes), self.cfg.evidence),
+            // Page-granular memory moves with the allocator's fragmentation and thread stacks: the
+            // per-cycle tolerance alone, no total.
+            Signal::ResidentBytes => (rule(t.resident_bytes_per_cycle, None), page),
+            Signal::RssAnonBytes | Signal::RssAnonOutsideJemallocBytes | Signal::RssBytes => (rule(t.rss_bytes_per_cycle, None), page),
+            Signal::OpenFds
+            | Signal::OpenFdsOutsideDir
+            | Signal::Maps
+            | Signal::FileMaps
+            | Signal::FileMapsOutsideDir
+            | Signal::Threads => (GrowthRule { counts: true, ..rule(t.os_per_cycle, b.os) }, self.cfg.evidence),
+            _ => (self.cfg.bytes_rule(look.index), self.cfg.evidence),
+        }
+    }
+
+    /// Whether a statistical signal is only shown: a net or narrower signal is judged instead.
+    fn informational(&self, signal: Signal) -> bool {
+        let has = |s: Signal| self.series.contains_key(&s);
+        match signal {
+            Signal::AllocatedBytes => has(Signal::UnexplainedBytes),
+            // What was subtracted: a store whose data grows explains more each cycle.
+            Signal::ExplainedBytes | Signal::RssBytes => true,
+            // Where allocated bytes are read, they are the byte count.
+            Signal::ResidentBytes => has(Signal::AllocatedBytes),
+            Signal::RssAnonBytes => has(Signal::RssAnonOutsideJemallocBytes),
+            Signal::OpenFds => has(Signal::OpenFdsOutsideDir),
+            // All maps move with the allocator's extents; the maps of files are judged.
+            Signal::Maps => has(Signal::FileMaps),
+            Signal::FileMaps => has(Signal::FileMapsOutsideDir),
+            _ => false,
+        }
+    }
+
+    fn statistical(&self, look: Look) -> Vec<SignalVerdict> {
+        STATISTICAL
+            .iter()
+            .filter_map(|&signal| {
+                let floors = self.series.get(&signal)?;
+                let (rule, evidence) = self.rule(signal, look);
+                let j = growth::judge(floors, &rule, evidence, look.last);
+                if std::env::var("GROWTH_DEBUG").is_ok_and(|v| v == signal.name()) {
+                    let fl = floors.at_block(4);
+                    let last = fl.last().map_or(0.0, |f| f.value);
+                    eprintln!("FLOORS {signal} {:?}", fl.iter().map(|f| ((f.value - last) / 1000.0).round() as i64).collect::<Vec<_>>());
+                }
+                let mut v = SignalVerdict::undecided(signal.into(), super::Rule::Growth(rule));
+                v.verdict = j.verdict;
+                v.cycles = floors.samples() as usize;
+                v.growth = j.growth;
+                v.estimate = j.growth.map(|g| {
+                    let s = g.cycles().max(1) as f64;
+                    Estimate::new(g.growth / s, g.lower / s, g.upper / s)
+                });
+                v.retention = j.retention.map(|(at, size)| Retention { at_cycle: at as usize, size });
+                v.more_cycles_needed = j.more_cycles_needed;
+                v.informational = self.informational(signal);
+                // Coarse signals move in steps of their own: growth under their budget is no
+                // evidence worth a warning (they can still call a leak).
+                v.growth_below_budget = j.growth_below_budget && !signal.corroborating();
+                Some(v)
+            })
+            .collect()
+    }
+
+    fn exact(&self) -> Vec<SignalVerdict> {
+        let mut out = Vec::new();
+        if let Some(s) = &self.dir_fds {
+            out.push(s.verdict(Signal::OpenFdsUnderDir.into()));
+        }
+        if let Some(s) = &self.dir_maps {
+            out.push(s.verdict(Signal::MapsUnderDir.into()));
+        }
+        match &self.records {
+            None => {
+                for (kind, s) in &self.sample_handles {
+                    out.push(s.verdict(SignalId::member(Signal::LiveHandlesOf, kind.as_str())));
+                }
+            }
+            Some(r) => {
+                let mut push = |signal: Signal, s: &Option<ExactSeries>| {
+                    if let Some(s) = s {
+                        out.push(s.verdict(signal.into()));
+                    }
+                };
+                push(Signal::LiveHandles, &r.live);
+                for (kind, s) in &r.kinds {
+                    out.push(s.verdict(SignalId::member(Signal::LiveHandlesOf, kind.as_str())));
+                }
+                let mut push = |signal: Signal, s: &Option<ExactSeries>| {
+                    if let Some(s) = s {
+                        out.push(s.verdict(signal.into()));
+                    }
+                };
+                push(Signal::UnsharedCachesOpen, &r.unshared);
+                push(Signal::DeclaredSharedGrowth, &r.shared_growth);
+                push(Signal::SwallowedCloseErrors, &r.swallowed);
+                push(Signal::Integrity, &r.integrity);
+            }
+        }
+        out
+    }
+
+    /// Bytes per firing of each fault point. The family gets a tenth of a signal's share of the
+    /// look's rate, split over the points: a fault changes what a cycle does, and with
+    /// background work spanning cycles (a long-lived DB's flushes and compactions) that moves
+    /// the level a little even with nothing leaked. A point is called a leak only while the
+    /// byte signal's growth is evidenced: a leak persists, so the level must grow.
+    fn per_firing(&self, look: Look, bytes: Option<&SignalVerdict>) -> Vec<SignalVerdict> {
+        let points = self.firings.totals().count().max(1);
+        let alpha = self.cfg.signal_alpha(look.index) / 10.0 / points as f64;
+        let totals: BTreeMap<&str, f64> = self.firings.totals().collect();
+        let per_firing = self.cfg.tolerances.bytes_per_firing;
+        let budget = self.cfg.budgets.bytes;
+        // Per firing, a budget that stops growing with the firings too.
+        let tolerance = |point: &str| match (budget, totals.get(point)) {
+            (Some(b), Some(&n)) if n > 0.0 => per_firing.min(b / n),
+            _ => per_firing,
+        };
+        let grows = bytes.is_some_and(SignalVerdict::growth_evidenced);
+        let mut out = self.firings.verdicts(alpha, &tolerance);
+        for s in out.iter_mut().filter(|s| s.verdict == Verdict::Leak && !grows) {
+            s.verdict = Verdict::Inconclusive;
+        }
+        out
+    }
+}
+
+/// A statistical signal not judged yet: inconclusive, its figures kept.
+fn undecided_like(s: &SignalVerdict) -> SignalVerdict {
+    let mut v = s.clone();
+    v.verdict = Verdict::Inconclusive;
+    v.growth_below_budget = false;
+    v
+}

@@ -1,0 +1,522 @@
+//! The growth rule: a statistical signal is a leak when it keeps growing through the later part
+//! of the run by more than a budget that stops growing with the run.
+//!
+//! 1. The judged samples (after the warm-up) are reduced to block floors ([`Floors`]): the
+//!    lowest sample of every block of 4, so memory used for a moment does not count and memory
+//!    kept does.
+//! 2. A jump between neighbouring floors larger than the budget (and than 6 times the noise) is
+//!    counted apart: one jump followed by level data is retention (memory kept once), repeated
+//!    jumps are growth.
+//! 3. Growth over the later half of the judged cycles is a least-squares slope times the span,
+//!    plus the jumps inside it, with an interval that holds for the dependence real stores show
+//!    (below).
+//! 4. The verdict: **leak** when the growth's lower bound is above the budget, with more than
+//!    one jump's worth, and growth still shows in the last quarter; **clean** when the upper
+//!    bound is below the budget, every jump is followed by at least three times as many level
+//!    cycles as preceded it, and (before the last look) no growth is evidenced at all;
+//!    **inconclusive** otherwise, with the cycles a decision should take.
+//!
+//! The budget is `min(tolerance x span, total)`: over a short later half it is the per-cycle
+//! tolerance, over a long one the total, so a run of N cycles finds steady leaks down to about
+//! `2 x total / N` per cycle.
+//!
+//! # The interval
+//! Least squares on the floors of the later half, with two variances, the larger taken:
+//! - **levels**: the residual variance times `(1 + r) / (1 - r)`, `r` the lag-1 autocorrelation
+//!   pooled over four detrended segments of the judged floors (corrected for its downward bias,
+//!   at most 0.9), with `n (1 - r) / (1 + r) - 2` degrees of freedom (at least 8);
+//! - **random walk**: when the floors wander like a random walk (their variance ratio, long-lag
+//!   against one-step increments, is at least 0.2: about 1 for a walk, `1 / lag` for independent
+//!   noise), the variance the slope has under a walk, from the variance of the increments at a
+//!   lag of a quarter of the judged floors, with `2 n / lag - 1` degrees of freedom. Taken on
+//!   the floors with jumps levelled and transients dropped: a staircase of a few jumps is growth
+//!   counted apart, not a wandering level.
+//!
+//! Simulated (Gaussian noise of a check's first look and last, 180 and 780 samples, 4,000 series
+//! each; `docs/verdict.md`): white noise, AR(1) with rho up to 0.95 and a random walk stay
+//! within twice the nominal one-sided rate at 1%, 0.1% and 0.01%, and white noise over a short
+//! run is called with less power than it could be (the random-walk variance is taken where the
+//! two cannot be told apart). The noise structure is read from the last three quarters of the
+//! judged floors: a warm-up that is still settling (a cache filling) is not noise.
+
+use super::floors::{Floor, Floors};
+use super::stats::{lag_weighted_sum, median, robust_variance, t_upper, Line};
+use super::{Evidence, Verdict};
+use serde::{Deserialize, Serialize};
+
+/// Samples per block floor, when the run has enough of them.
+const BLOCK: usize = 4;
+/// Fewest floors the analysis wants before it uses blocks of [`BLOCK`].
+const MIN_FLOORS: u64 = 40;
+/// A jump counts apart when above this many noise deviations (and above the budget).
+const JUMP_NOISE: f64 = 6.0;
+/// Level cycles after the last jump, per cycle before it, that make it retention.
+const RETIRE_FACTOR: f64 = 3.0;
+/// The bias-corrected autocorrelation's cap (inflation 19).
+const RHO_CAP: f64 = 0.9;
+/// The fewest degrees of freedom of the levels variance.
+const MIN_DF: f64 = 8.0;
+/// The variance ratio (long-lag against one-step increments, 1 for a random walk, about `2 /
+/// lag` for independent noise) at and above which the floors are taken to wander like a walk.
+const WALK_RATIO: f64 = 0.2;
+
+/// Where a signal's budget came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BudgetFrom {
+    /// The per-cycle tolerance times the span (a short later part).
+    Tolerance,
+    /// The total budget (a long later part).
+    Total,
+}
+
+/// What the growth rule measured over the later part of a run.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct Growth {
+    /// The later part: from this cycle ...
+    pub from_cycle: u64,
+    /// ... to this one.
+    pub to_cycle: u64,
+    /// Growth over it, in the signal's unit.
+    pub growth: f64,
+    /// Its lower confidence bound.
+    pub lower: f64,
+    /// Its upper confidence bound.
+    pub upper: f64,
+    /// The growth a clean run may show over it.
+    pub budget: f64,
+    /// Whether the budget is the tolerance times the span or the total.
+    pub budget_from: BudgetFrom,
+    /// Jumps above the budget inside the later part.
+    #[serde(default)]
+    pub jumps: u32,
+    /// Growth still shows in the last quarter of the judged cycles.
+    #[serde(default)]
+    pub still_growing: bool,
+}
+
+impl Growth {
+    /// Cycles the later part spans.
+    pub fn cycles(&self) -> u64 {
+        self.to_cycle.saturating_sub(self.from_cycle)
+    }
+
+    /// Growth per cycle over the later part.
+    pub fn per_cycle(&self) -> f64 {
+        self.growth / self.cycles().max(1) as f64
+    }
+}
+
+/// How a statistical signal is judged.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct GrowthRule {
+    /// Growth per cycle a short run may show.
+    pub tolerance_per_cycle: f64,
+    /// Growth a long run may show in all (None: no cap, the tolerance alone).
+    pub budget: Option<f64>,
+    /// One-sided error rate of each bound.
+    pub alpha: f64,
+    /// The values are counts (fds, maps, threads): every whole step beyond the noise is a jump,
+    /// so a descriptor leaked now and then is a staircase of repeated jumps, not noise around a
+    /// line. Bytes count a jump apart only above the budget.
+    #[serde(default)]
+    pub counts: bool,
+}
+
+impl GrowthRule {
+    /// The budget over `span` cycles, and where it came from.
+    pub fn budget_over(&self, span: f64) -> (f64, BudgetFrom) {
+        let by_tolerance = self.tolerance_per_cycle * span;
+        match self.budget {
+            Some(total) if total < by_tolerance => (total, BudgetFrom::Total),
+            _ => (by_tolerance, BudgetFrom::Tolerance),
+        }
+    }
+}
+
+/// The growth rule's judgement of one series.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct GrowthJudgement {
+    pub(crate) verdict: Verdict,
+    pub(crate) growth: Option<Growth>,
+    /// The largest jump that level data followed (cycle, size).
+    pub(crate) retention: Option<(u64, f64)>,
+    pub(crate) more_cycles_needed: Option<u64>,
+    /// Clean with growth evidenced below the budget (only at the last look).
+    pub(crate) growth_below_budget: bool,
+}
+
+impl GrowthJudgement {
+    fn undecided(more: u64) -> Self {
+        GrowthJudgement {
+            verdict: Verdict::Inconclusive,
+            growth: None,
+            retention: None,
+            more_cycles_needed: Some(more.max(1)),
+            growth_below_budget: false,
+        }
+    }
+}
+
+/// Judges `floors` by `rule` (see the module's docs). `last_look`: no later look will come, so
+/// growth evidenced below the budget is clean (with [`GrowthJudgement::growth_below_budget`]).
+pub(crate) fn judge(floors: &Floors, rule: &GrowthRule, evidence: Evidence, last_look: bool) -> GrowthJudgement {
+    let Some((w, t)) = floors.span() else {
+        return GrowthJudgement::undecided(evidence.min_cycles);
+    };
+    let span = t - w + 1;
+    let short_points = (evidence.min_points as u64).saturating_sub(floors.samples());
+    let gap = span / floors.samples().max(1);
+    let short = (short_points * gap.max(1)).max(evidence.min_cycles.saturating_sub(span));
+    if short > 0 {
+        return GrowthJudgement::undecided(short);
+    }
+    let fl = floors.at_block(floors.analysis_block(BLOCK, MIN_FLOORS));
+    if fl.len() < 16 {
+        return GrowthJudgement::undecided(span.max(1));
+    }
+    Series::new(fl, w as f64, t as f64, rule).judge(last_look)
+}
+
+/// The floors of one look, with the later part's bounds.
+struct Series<'a> {
+    x: Vec<f64>,
+    y: Vec<f64>,
+    w: f64,
+    t: f64,
+    mid: f64,
+    quarter: f64,
+    rule: &'a GrowthRule,
+}
+
+impl<'a> Series<'a> {
+    fn new(fl: Vec<Floor>, w: f64, t: f64, rule: &'a GrowthRule) -> Self {
+        let sw = t - w;
+        Series {
+            x: fl.iter().map(|f| f.cycle as f64).collect(),
+            y: fl.iter().map(|f| f.value).collect(),
+            w,
+            t,
+            mid: w + sw / 2.0,
+            quarter: w + 3.0 * sw / 4.0,
+            rule,
+        }
+    }
+
+    fn judge(mut self, last_look: bool) -> GrowthJudgement {
+        let span = self.t - self.mid;
+        let (budget, budget_from) = self.rule.budget_over(span);
+        let mut steps: Vec<f64> = self.y.windows(2).map(|p| p[1] - p[0]).collect();
+        let floor = if self.rule.counts { 0.5 } else { budget };
+        let threshold = floor.max(JUMP_NOISE * robust_variance(&steps).sqrt());
+        // A steady leak moves every floor by as much: a jump stands out from the typical step.
+        let typical = median(&mut steps);
+        let pending = self.drop_transients(threshold, typical);
+        let jumps = Jumps::find(&self.x, &self.y, threshold, typical, self.mid, self.quarter);
+        let level = jumps.levelled(&self.y);
+        let (Some(later), Some(last)) = (
+            later_growth(&self.x, &level, self.mid, span, self.rule.alpha),
+            later_growth(&self.x, &level, self.quarter, self.t - self.quarter, self.rule.alpha),
+        ) else {
+            return GrowthJudgement::undecided((self.t - self.w) as u64);
+        };
+        let (growth, lower, upper) = (later.0 + jumps.in_later, later.1 + jumps.in_later, later.2 + jumps.in_later);
+        let still_growing = last.1 > 0.0 || jumps.in_last_quarter > 0;
+        let retired = jumps.last_rise.is_none_or(|at| self.t - at >= RETIRE_FACTOR * (at - self.w));
+        let leak = lower - jumps.single_rise > budget && still_growing;
+        let evidenced = lower > 0.0 && still_growing;
+        let clean = upper < budget && retired && !pending && (!evidenced || last_look);
+        let verdict = if leak {
+            Verdict::Leak
+        } else if clean {
+            Verdict::Clean
+        } else {
+            Verdict::Inconclusive
+        };
+        let g = Growth {
+            from_cycle: self.mid.ceil() as u64,
+            to_cycle: self.t as u64,
+            growth,
+            lower,
+            upper,
+            budget,
+            budget_from,
+            jumps: jumps.rises_in_later,
+            still_growing,
+        };
+        let more_cycles_needed = (verdict == Verdict::Inconclusive).then(|| {
+            let to_retire = jumps.last_rise.map_or(0.0, |at| RETIRE_FACTOR * (at - self.w) - (self.t - at)).max(0.0);
+            let to_decide = cycles_to_decide(&g, self.t - self.w);
+            (to_retire.max(to_decide).max(if pending { BLOCK as f64 } else { 0.0 })).ceil().max(1.0) as u64
+        });
+        GrowthJudgement {
+            verdict,
+            growth: Some(g),
+            retention: if retired { jumps.largest_rise } else { None },
+            more_cycles_needed,
+            growth_below_budget: clean && evidenced,
+        }
+    }
+
+    /// Drops floors far above the floors on both sides of them (a block in which every sample
+    /// caught a transient; a step has its later side as high), the typical step taken out
+    /// first. The last two floors, with no later side yet, are dropped when far above the
+    /// earlier side, and a decision waits for the next block: it returns whether that happened.
+    fn drop_transients(&mut self, threshold: f64, typical: f64) -> bool {
+        let n = self.y.len();
+        let level: Vec<f64> = self.y.iter().enumerate().map(|(i, v)| v - typical * i as f64).collect();
+        let side = |r: std::ops::Range<usize>| {
+            let mut v: Vec<f64> = r.map(|j| level[j]).collect();
+            (!v.is_empty()).then(|| median(&mut v))
+        };
+        let keep: Vec<bool> = (0..n)
+            .map(|i| {
+                let before = side(i.saturating_sub(2)..i);
+                let after = side(i + 1..(i + 3).min(n));
+                let above = |m: Option<f64>| m.is_none_or(|m| level[i] - m > threshold);
+                let late = i + 2 >= n;
+                !(above(before) && (above(after) || late) && (before.is_some() || after.is_some()))
+            })
+            .collect();
+        let pending = keep.iter().rev().take(2).any(|k| !k);
+        let (x, y) = self.x.iter().zip(&self.y).zip(&keep).filter(|(_, k)| **k).map(|((x, y), _)| (*x, *y)).unzip();
+        (self.x, self.y) = (x, y);
+        pending
+    }
+}
+
+/// The jumps between neighbouring floors: steps beyond the typical step by more than the
+/// threshold (their size is that excess).
+struct Jumps {
+    /// (index of the floor after the jump, size).
+    all: Vec<(usize, f64)>,
+    /// Their sum inside the later part.
+    in_later: f64,
+    /// Rises (jumps to a new high) inside the later part.
+    rises_in_later: u32,
+    /// Rises inside the last quarter.
+    in_last_quarter: u32,
+    /// How far the one rise in the later part topped the high before it, when there is exactly
+    /// one (it may be retention).
+    single_rise: f64,
+    /// The cycle of the last rise anywhere in the judged part.
+    last_rise: Option<f64>,
+    /// The largest rise (cycle, by how much it topped the high before it).
+    largest_rise: Option<(u64, f64)>,
+}
+
+impl Jumps {
+    fn find(x: &[f64], y: &[f64], threshold: f64, typical: f64, mid: f64, quarter: f64) -> Jumps {
+        let all: Vec<(usize, f64)> = y
+            .windows(2)
+            .enumerate()
+            .map(|(i, p)| (i + 1, p[1] - p[0] - typical))
+            .filter(|(_, d)| d.abs() > threshold)
+            .collect();
+        // Rises are the jumps to a new high of the jumps' running level, by how much they top it:
+        // a level that goes up and down by whole steps (descriptors opened and closed) rises once,
+        // a staircase at every step.
+        let (mut level, mut high) = (0.0f64, 0.0f64);
+        let mut rises: Vec<(usize, f64)> = Vec::new();
+        for &(i, d) in &all {
+            level += d;
+            if level > high + threshold / 2.0 {
+                rises.push((i, level - high));
+                high = level;
+            }
+        }
+        let later: Vec<(usize, f64)> = rises.iter().copied().filter(|(i, _)| x[*i] >= mid).collect();
+        Jumps {
+            in_later: all.iter().filter(|(i, _)| x[*i] >= mid).map(|(_, d)| d).sum(),
+            rises_in_later: later.len() as u32,
+            in_last_quarter: later.iter().filter(|(i, _)| x[*i] >= quarter).count() as u32,
+            single_rise: if later.len() == 1 { later[0].1 } else { 0.0 },
+            last_rise: rises.last().map(|(i, _)| x[*i]),
+            largest_rise: rises.iter().max_by(|a, b| a.1.total_cmp(&b.1)).map(|(i, d)| (x[*i] as u64, *d)),
+            all,
+        }
+    }
+
+    /// `y` with every jump taken out (each later floor lowered by the jumps before it).
+    fn levelled(&self, y: &[f64]) -> Vec<f64> {
+        let mut out = y.to_vec();
+        let mut shift = 0.0;
+        let mut next = self.all.iter().peekable();
+        for (i, v) in out.iter_mut().enumerate() {
+            while let Some((_, d)) = next.next_if(|(at, _)| *at == i) {
+                shift += d;
+            }
+            *v -= shift;
+        }
+        out
+    }
+}
+
+/// Growth over the floors at or after `from` (a least-squares slope times `span`), with its
+/// bounds at one-sided `alpha` (module docs): `(growth, lower, upper)`.
+fn later_growth(x: &[f64], y: &[f64], from: f64, span: f64, alpha: f64) -> Option<(f64, f64, f64)> {
+    // The noise is read from the last three quarters (and never from less than the later part).
+    let (x, y) = if x.len() > 16 {
+        let start = (x[0] + 0.25 * (x[x.len() - 1] - x[0])).min(from);
+        let k = x.partition_point(|v| *v < start);
+        (&x[k..], &y[k..])
+    } else {
+        (x, y)
+    };
+    let first = x.partition_point(|v| *v < from);
+    let (lx, ly) = (&x[first..], &y[first..]);
+    let n = lx.len();
+    if n < 4 {
+        return None;
+    }
+    let line = Line::fit(lx, ly)?;
+    let rss: f64 = lx.iter().zip(ly).map(|(a, b)| line.residual(*a, *b).powi(2)).sum();
+    let growth = line.slope * span;
+    let r = pooled_autocorrelation(x, y);
+    let inflation = (1.0 + r) / (1.0 - r);
+    let levels = (rss / (n as f64 - 2.0) / line.sxx * inflation, (n as f64 / inflation - 2.0).max(MIN_DF));
+    let walk = walk_variance(y, lx, &line, first);
+    let (variance, df) = if levels.0 >= walk.0 { levels } else { walk };
+    let half = t_upper(alpha, df) * variance.max(0.0).sqrt() * span;
+    Some((growth, growth - half, growth + half))
+}
+
+/// The sample variance (the jumps are levelled and transients dropped before it is taken).
+fn variance(v: &[f64]) -> f64 {
+    let n = v.len() as f64;
+    if n < 2.0 {
+        return 0.0;
+    }
+    let m = v.iter().sum::<f64>() / n;
+    v.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (n - 1.0)
+}
+
+fn increments(y: &[f64], lag: usize) -> Vec<f64> {
+    y.windows(lag + 1).map(|w| w[lag] - w[0]).collect()
+}
+
+/// Lag-1 autocorrelation of the residuals of four segments, each about its own line, corrected
+/// for its downward bias and capped.
+fn pooled_autocorrelation(x: &[f64], y: &[f64]) -> f64 {
+    let n = x.len();
+    let (mut lagged, mut squares, mut points, mut segments) = (0.0, 0.0, 0usize, 0usize);
+    for s in 0..4 {
+        let (a, b) = (s * n / 4, (s + 1) * n / 4);
+        if b - a < 4 {
+            continue;
+        }
+        let Some(line) = Line::fit(&x[a..b], &y[a..b]) else { continue };
+        let e: Vec<f64> = (a..b).map(|i| line.residual(x[i], y[i])).collect();
+        lagged += e.windows(2).map(|p| p[0] * p[1]).sum::<f64>();
+        squares += e.iter().map(|v| v * v).sum::<f64>();
+        points += b - a;
+        segments += 1;
+    }
+    if squares <= 0.0 || segments == 0 {
+        return 0.0;
+    }
+    let r = lagged / squares;
+    let m = points as f64 / segments as f64;
+    (r + (1.0 + 4.0 * r.max(0.0)) / m).clamp(0.0, RHO_CAP)
+}
+
+/// The slope's variance if the floors were a random walk, weighted by how much they look like
+/// one, with its degrees of freedom.
+fn walk_variance(y: &[f64], lx: &[f64], line: &Line, first: usize) -> (f64, f64) {
+    let n = y.len();
+    let step = variance(&increments(y, 1));
+    let lag = (n / 4).max(2);
+    if step <= 0.0 || lag >= n {
+        return (0.0, 1.0);
+    }
+    let long = variance(&increments(y, lag)) / lag as f64 / (1.0 - lag as f64 / n as f64);
+    let ratio = (long / step).min(1.0);
+    let c: Vec<f64> = lx.iter().map(|v| (v - line.mean_x) / line.sxx).collect();
+    let k: Vec<f64> = (first..first + lx.len()).map(|i| i as f64).collect();
+    if ratio < WALK_RATIO {
+        return (0.0, 1.0);
+    }
+    let variance = -lag_weighted_sum(&c, &k) * long / 2.0;
+    (variance, (2.0 * n as f64 / lag as f64 - 1.0).max(2.0))
+}
+
+/// About how many more cycles would decide, if the growth per cycle and the noise hold: the
+/// interval's half-width shrinks like the later part's square root grows.
+fn cycles_to_decide(g: &Growth, judged: f64) -> f64 {
+    let s = g.cycles().max(1) as f64;
+    let rate = g.growth / s;
+    let half = (g.upper - g.lower) / 2.0;
+    let total = g.budget.max(f64::MIN_POSITIVE);
+    for k in 1..=64 {
+        let f = 1.0 + k as f64 * 0.25;
+        let s2 = s * f;
+        let h2 = half / f.sqrt();
+        let budget2 = if g.budget_from == BudgetFrom::Tolerance { total * f } else { total };
+        let centre = rate.max(0.0) * s2;
+        if centre - h2 > budget2 || (centre + h2 < budget2 && rate <= 0.0) {
+            return judged * (f - 1.0);
+        }
+    }
+    judged * 16.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const RULE: GrowthRule = GrowthRule { tolerance_per_cycle: 64.0, budget: Some(4096.0), alpha: 1e-4, counts: false };
+
+    fn floors(values: impl Iterator<Item = (u64, f64)>) -> Floors {
+        let mut f = Floors::default();
+        for (c, v) in values {
+            f.push(c, v);
+        }
+        f
+    }
+
+    fn judged(f: impl Fn(u64) -> f64, cycles: u64, last: bool) -> GrowthJudgement {
+        judge(&floors((20..cycles).map(|c| (c, f(c)))), &RULE, Evidence::default(), last)
+    }
+
+    #[test]
+    fn flat_is_clean_and_a_steady_leak_beyond_the_budget_is_a_leak() {
+        assert_eq!(judged(|_| 1e6, 200, false).verdict, Verdict::Clean);
+        // 32 B a cycle over the later 90 cycles: 2.9 KiB, under the 4 KiB budget but evidenced:
+        // not clean before the last look.
+        let v = judged(|c| 1e6 + 32.0 * c as f64, 200, false);
+        assert_eq!(v.verdict, Verdict::Inconclusive, "{v:?}");
+        let v = judged(|c| 1e6 + 32.0 * c as f64, 300, false);
+        assert_eq!(v.verdict, Verdict::Leak, "{v:?}");
+        let g = v.growth.expect("growth");
+        assert!((g.per_cycle() - 32.0).abs() < 0.5, "{g:?}");
+        // At the last look growth below the budget is clean, with the warning.
+        let v = judged(|c| 1e6 + 8.0 * c as f64, 800, true);
+        assert_eq!((v.verdict, v.growth_below_budget), (Verdict::Clean, true), "{v:?}");
+    }
+
+    #[test]
+    fn one_jump_followed_by_level_data_is_retention() {
+        let step = |at: u64| move |c: u64| 1e6 + if c >= at { 50_000.0 } else { 0.0 };
+        // Soon after the jump: not yet known.
+        assert_eq!(judged(step(150), 200, false).verdict, Verdict::Inconclusive);
+        // Three times as long level after it as before it: retention.
+        let v = judged(step(60), 200, false);
+        assert_eq!(v.verdict, Verdict::Clean, "{v:?}");
+        assert!(v.retention.is_some_and(|r| (60..=64).contains(&r.0)), "{v:?}");
+    }
+
+    #[test]
+    fn repeated_jumps_are_growth() {
+        let bursts = |c: u64| 1e6 + 32_768.0 * [111u64, 137, 176].iter().filter(|&&b| c >= b).count() as f64;
+        let v = judged(bursts, 200, false);
+        assert_eq!(v.verdict, Verdict::Leak, "{v:?}");
+    }
+
+    #[test]
+    fn transients_do_not_count() {
+        let spiky = |c: u64| 1e6 + if c % 7 == 0 { 400_000.0 } else { 0.0 };
+        assert_eq!(judged(spiky, 200, false).verdict, Verdict::Clean);
+    }
+}
