@@ -45,7 +45,7 @@ impl Class {
 
 impl fmt::Display for Class {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
+        f.pad(self.name())
     }
 }
 
@@ -249,7 +249,7 @@ impl Signal {
 
 impl fmt::Display for Signal {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
+        f.pad(self.name())
     }
 }
 
@@ -296,8 +296,8 @@ impl From<Signal> for SignalId {
 impl fmt::Display for SignalId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.qualifier {
-            Some(q) => write!(f, "{}.{q}", self.signal.name()),
-            None => f.write_str(self.signal.name()),
+            Some(q) => f.pad(&format!("{}.{q}", self.signal.name())),
+            None => f.pad(self.signal.name()),
         }
     }
 }

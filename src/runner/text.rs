@@ -23,6 +23,15 @@ pub(crate) fn human_bytes(v: f64) -> String {
     }
 }
 
+/// Bytes per cycle, with a decimal below 10 B (`0.4 B`, `12 B`, `1.5 KiB`).
+pub(crate) fn rate(v: f64) -> String {
+    if v.abs() < 10.0 {
+        format!("{v:.1} B")
+    } else {
+        human_bytes(v)
+    }
+}
+
 fn fmt_num(v: Option<f64>, unit: &str) -> String {
     match v {
         None => "-".to_string(),
@@ -103,12 +112,15 @@ fn signal_notes(out: &mut String, r: &RunReport) {
         let _ = writeln!(out, "statistical verdicts as judged after {j} cycles (the last look so far)");
     }
     if let Some(ro) = &r.rules_out {
+        let growth = r.bytes_signal().and_then(|s| s.growth);
         let _ = writeln!(
             out,
-            "clean: no continuing leak of {}/cycle or more ({} per store instance), from growth over cycles {}-{} \
+            "clean: rules out a continuing leak above {}/cycle ({} per store instance): {} grew {} over cycles {}-{}, \
              against a budget of {} ({})",
-            human_bytes(ro.bytes_per_cycle),
-            human_bytes(ro.bytes_per_instance),
+            rate(ro.bytes_per_cycle),
+            rate(ro.bytes_per_instance),
+            ro.signal,
+            growth.map_or("-".to_string(), |g| format!("{} [{}, {}]", human_bytes(g.growth), human_bytes(g.lower), human_bytes(g.upper))),
             ro.from_cycle,
             ro.to_cycle,
             human_bytes(ro.budget_bytes),
