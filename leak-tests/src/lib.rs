@@ -37,6 +37,8 @@ pub mod mutants;
 pub mod planted;
 #[allow(unsafe_code)]
 pub mod reference;
+pub mod recorded;
+pub mod power;
 pub mod sensitivity;
 
 /// Locks a mutex, recovering from poisoning (a catalog run must report, not cascade panics).

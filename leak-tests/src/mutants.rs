@@ -44,6 +44,9 @@ pub struct Mutant {
     /// The fewest cycles it runs (a leak only at a realistic fault rate runs as long as `check`
     /// does: at 100 cycles its bytes are decided in some runs and not in others).
     pub min_cycles: u64,
+    /// How it runs: for the fixed cycles asked (at least `min_cycles`), or as `check` or a soak
+    /// run it at their defaults.
+    pub run_as: RunAs,
     /// For a leak only the bytes can see: a function that one of the top three call stacks of the
     /// heap's growth (`check --profile`) must name. The planting function, or for memory pinned
     /// by a leaked object the function whose calls allocated it (a leaked iterator keeps the
@@ -51,10 +54,28 @@ pub struct Mutant {
     pub heap_stack: Option<&'static str>,
 }
 
+/// How a catalog entry runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunAs {
+    /// The cycles asked for (at least `min_cycles`), judged once at the end.
+    Fixed,
+    /// As `check` runs: the cycles asked for (at least 200), then on while the verdict is
+    /// inconclusive, up to four times as many, stopping once it decides.
+    Check,
+    /// As a soak runs: a sample every 5th cycle, looked at as the cycles double, `cycles` in all.
+    Soak {
+        /// Cycles of the soak.
+        cycles: u64,
+    },
+}
+
 /// The reference store and the twelve leak classes (the first split in two: through the tracked
-/// wrappers, and through raw librocksdb-sys where only the bytes can tell).
-pub const CATALOG: [Mutant; 18] = [
-    Mutant { name: "reference", variant: Variant::Correct, description: "the reference store, nothing planted", expected: &[], invisible_to: &[], plan: PLAN, min_cycles: 0, heap_stack: None },
+/// wrappers, and through raw librocksdb-sys where only the bytes can tell), then the leaks the
+/// growth rule finds that a per-cycle tolerance let through (small steady leaks, bursts, a leak
+/// on some of a fault point's firings, a descriptor now and then, RocksDB-accounted memory that
+/// never levels off).
+pub const CATALOG: [Mutant; 24] = [
+    Mutant { name: "reference", variant: Variant::Correct, description: "the reference store, nothing planted", expected: &[], invisible_to: &[], plan: PLAN, min_cycles: 0, run_as: RunAs::Fixed, heap_stack: None },
     Mutant {
         name: "offsets-options-tracked",
         variant: Variant::OffsetsOptionsUnownedTracked,
@@ -63,6 +84,7 @@ pub const CATALOG: [Mutant; 18] = [
         invisible_to: &[],
         plan: PLAN,
         min_cycles: 0,
+        run_as: RunAs::Fixed,
         heap_stack: None,
     },
     Mutant {
@@ -73,6 +95,7 @@ pub const CATALOG: [Mutant; 18] = [
         invisible_to: &[Class::Handles],
         plan: PLAN,
         min_cycles: 0,
+        run_as: RunAs::Fixed,
         heap_stack: Some("ReferenceStore::offsets_options"),
     },
     Mutant {
@@ -83,6 +106,7 @@ pub const CATALOG: [Mutant; 18] = [
         invisible_to: &[],
         plan: PLAN,
         min_cycles: 0,
+        run_as: RunAs::Fixed,
         heap_stack: None,
     },
     Mutant {
@@ -93,6 +117,7 @@ pub const CATALOG: [Mutant; 18] = [
         invisible_to: &[],
         plan: PLAN,
         min_cycles: 0,
+        run_as: RunAs::Fixed,
         heap_stack: None,
     },
     Mutant {
@@ -103,6 +128,7 @@ pub const CATALOG: [Mutant; 18] = [
         invisible_to: &[],
         plan: PLAN,
         min_cycles: 0,
+        run_as: RunAs::Fixed,
         heap_stack: None,
     },
     Mutant {
@@ -113,6 +139,7 @@ pub const CATALOG: [Mutant; 18] = [
         invisible_to: &[],
         plan: PLAN,
         min_cycles: 0,
+        run_as: RunAs::Fixed,
         heap_stack: None,
     },
     Mutant {
@@ -123,6 +150,7 @@ pub const CATALOG: [Mutant; 18] = [
         invisible_to: &[],
         plan: PLAN,
         min_cycles: 0,
+        run_as: RunAs::Fixed,
         heap_stack: None,
     },
     Mutant {
@@ -133,6 +161,7 @@ pub const CATALOG: [Mutant; 18] = [
         invisible_to: &[],
         plan: PLAN,
         min_cycles: 0,
+        run_as: RunAs::Fixed,
         heap_stack: None,
     },
     Mutant {
@@ -143,6 +172,7 @@ pub const CATALOG: [Mutant; 18] = [
         invisible_to: &[],
         plan: PLAN,
         min_cycles: 0,
+        run_as: RunAs::Fixed,
         heap_stack: None,
     },
     Mutant {
@@ -153,6 +183,7 @@ pub const CATALOG: [Mutant; 18] = [
         invisible_to: &[],
         plan: PLAN,
         min_cycles: 0,
+        run_as: RunAs::Fixed,
         heap_stack: None,
     },
     Mutant {
@@ -163,6 +194,7 @@ pub const CATALOG: [Mutant; 18] = [
         invisible_to: &[Class::Handles],
         plan: PLAN,
         min_cycles: 0,
+        run_as: RunAs::Fixed,
         heap_stack: None,
     },
     Mutant {
@@ -173,6 +205,7 @@ pub const CATALOG: [Mutant; 18] = [
         invisible_to: &[Class::Handles, Class::Bytes],
         plan: PLAN,
         min_cycles: 0,
+        run_as: RunAs::Fixed,
         heap_stack: None,
     },
     Mutant {
@@ -183,6 +216,7 @@ pub const CATALOG: [Mutant; 18] = [
         invisible_to: &[Class::Handles, Class::Bytes],
         plan: PLAN,
         min_cycles: 0,
+        run_as: RunAs::Fixed,
         heap_stack: None,
     },
     Mutant {
@@ -193,6 +227,7 @@ pub const CATALOG: [Mutant; 18] = [
         invisible_to: &[Class::Handles],
         plan: PLAN,
         min_cycles: 0,
+        run_as: RunAs::Fixed,
         heap_stack: Some("<leak_tests::reference::ReferenceStore as leakcheck::harness::Lifecycle>::open"),
     },
     Mutant {
@@ -203,6 +238,7 @@ pub const CATALOG: [Mutant; 18] = [
         invisible_to: &[Class::Handles],
         plan: DEFAULT_CHECK_PLAN,
         min_cycles: crate::clean::CHECK_CYCLES,
+        run_as: RunAs::Fixed,
         heap_stack: Some("ReferenceStore::close_segment"),
     },
     Mutant {
@@ -213,6 +249,7 @@ pub const CATALOG: [Mutant; 18] = [
         invisible_to: &[Class::Handles],
         plan: PLAN,
         min_cycles: 0,
+        run_as: RunAs::Fixed,
         heap_stack: Some("ReferenceStore::open_side_db"),
     },
     Mutant {
@@ -223,7 +260,74 @@ pub const CATALOG: [Mutant; 18] = [
         invisible_to: &[Class::Handles],
         plan: PLAN,
         min_cycles: 0,
+        run_as: RunAs::Fixed,
         heap_stack: Some("ReferenceStore::work_task"),
+    },
+    Mutant {
+        name: "steady-bytes-16",
+        variant: Variant::SteadyBytes16,
+        description: "16 B of native memory per cycle: a quarter of the per-cycle tolerance",
+        expected: &[Class::Bytes],
+        invisible_to: &[Class::Handles],
+        plan: DEFAULT_CHECK_PLAN,
+        min_cycles: 0,
+        run_as: RunAs::Check,
+        heap_stack: None,
+    },
+    Mutant {
+        name: "steady-bytes-4",
+        variant: Variant::SteadyBytes4,
+        description: "4 B of native memory per cycle (8 B every other cycle), for a soak to find",
+        expected: &[Class::Bytes],
+        invisible_to: &[Class::Handles],
+        plan: DEFAULT_CHECK_PLAN,
+        min_cycles: 0,
+        run_as: RunAs::Soak { cycles: 5_000 },
+        heap_stack: None,
+    },
+    Mutant {
+        name: "snapshot-bursts",
+        variant: Variant::SnapshotBursts,
+        description: "a 32 KiB snapshot buffer kept in about 1% of cycles, flat between the bursts",
+        expected: &[Class::Bytes],
+        invisible_to: &[Class::Handles],
+        plan: DEFAULT_CHECK_PLAN,
+        min_cycles: 0,
+        run_as: RunAs::Check,
+        heap_stack: None,
+    },
+    Mutant {
+        name: "marker-failure-leaks-sometimes",
+        variant: Variant::MarkerFailureLeaksSometimes,
+        description: "a failed close-time marker write leaks 4 KiB on 40% of its firings, at check's default 10%",
+        expected: &[Class::Bytes],
+        invisible_to: &[Class::Handles],
+        plan: DEFAULT_CHECK_PLAN,
+        min_cycles: 0,
+        run_as: RunAs::Soak { cycles: 1_000 },
+        heap_stack: None,
+    },
+    Mutant {
+        name: "fd-outside-dir",
+        variant: Variant::FdOutsideDir,
+        description: "a descriptor outside the store's directory opened every 50 cycles and kept",
+        expected: &[Class::Fds],
+        invisible_to: &[Class::Handles, Class::Bytes],
+        plan: DEFAULT_CHECK_PLAN,
+        min_cycles: 0,
+        run_as: RunAs::Check,
+        heap_stack: None,
+    },
+    Mutant {
+        name: "accounted-growth",
+        variant: Variant::AccountedGrowth,
+        description: "a DB kept open (declared shared) whose memtable grows 1 KiB a cycle, never flushed",
+        expected: &[Class::Bytes],
+        invisible_to: &[Class::Handles],
+        plan: DEFAULT_CHECK_PLAN,
+        min_cycles: 0,
+        run_as: RunAs::Check,
+        heap_stack: None,
     },
 ];
 
@@ -282,7 +386,19 @@ pub fn run_mutant(m: &Mutant, dir: &Path, cycles: u64) -> Result<MutantOutcome, 
     let mut config = ReferenceConfig::new(dir);
     config.variant = m.variant;
     let mut store = ReferenceStore::new(config, &ledger).map_err(|e| HarnessError::Setup(e.to_string()))?;
-    let cfg = HarnessConfig { cycles, plan: FaultPlan::parse(m.plan).map_err(HarnessError::Plan)?, ..HarnessConfig::default() };
+    let plan = FaultPlan::parse(m.plan).map_err(HarnessError::Plan)?;
+    let cfg = match m.run_as {
+        RunAs::Fixed => HarnessConfig { cycles, plan, ..HarnessConfig::default() },
+        RunAs::Check => {
+            let first = cycles.max(crate::clean::CHECK_CYCLES);
+            HarnessConfig { cycles: 4 * first, decide_after: Some(first), plan, ..HarnessConfig::default() }
+        }
+        RunAs::Soak { cycles } => {
+            let mut cfg = HarnessConfig { cycles, sample_every: 5, keep_records: false, plan, ..HarnessConfig::default() };
+            cfg.analysis.looks = leakcheck::verdict::Looks::Doubling { first: crate::clean::CHECK_CYCLES };
+            cfg
+        }
+    };
     let harness = Harness::new(cfg);
     let analysis = harness.config.analysis;
     let start = Instant::now();

@@ -25,7 +25,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use rocksdb::{IteratorMode, MultiThreaded};
+use rocksdb::{IteratorMode, MultiThreaded, SingleThreaded};
 
 use crate::planted::planted;
 use leakcheck::harness::{CycleCtx, Integrity, Lifecycle, StoreInfo};
@@ -54,6 +54,18 @@ const MALFORMED_KEY: &[u8] = b"offset/!bad";
 const RAW_LEAK_BYTES: usize = 4096;
 /// What the marker-failure variant leaks per failed marker write.
 const MARKER_LEAK_BYTES: usize = 1024;
+/// What the marker-failure-leaks-sometimes variant leaks on the firings it leaks on.
+const SOMETIMES_LEAK_BYTES: usize = 4096;
+/// The snapshot-bursts variant's burst.
+const BURST_BYTES: usize = 32 << 10;
+
+/// splitmix64: the planted variants' deterministic choices of cycles.
+fn mix(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
 
 /// The reference store's default fault plan (`leakcheck check` without `--faults`): every close
 /// path reached (the marker write and the flush failing), failing writes, scans that panic,
@@ -137,6 +149,23 @@ pub enum Variant {
     /// Every open of a task makes one more cache, declares it shared and parks it in a registry
     /// never pruned: a leak behind the declaration, invisible to `retained = live - shared`.
     SharedCacheDeclaredPerOpen,
+    /// 16 B of native memory per cycle (one `malloc(16)`, a size class of its own): a quarter of
+    /// the byte tolerance per cycle, found by check's growth rule.
+    SteadyBytes16,
+    /// 4 B of native memory per cycle on average (8 B, jemalloc's smallest size class, every
+    /// other cycle): found by a soak.
+    SteadyBytes4,
+    /// A 32 KiB snapshot buffer kept in about 1% of cycles (a hash of the cycle picks them):
+    /// bursts, flat between them.
+    SnapshotBursts,
+    /// A failed close-time marker write leaks 4 KiB on 40% of its firings (a hash of the cycle
+    /// and the segment picks them): a median per firing would say 0.
+    MarkerFailureLeaksSometimes,
+    /// A file outside the store's directory (`/dev/null`) opened every 50 cycles and kept.
+    FdOutsideDir,
+    /// A DB kept open for the run (declared shared, accounted for) whose memtable grows by 1 KiB
+    /// a cycle and is never flushed: what RocksDB accounts for never levels off.
+    AccountedGrowth,
 }
 
 /// The reference store's settings.
@@ -322,6 +351,8 @@ struct Planted {
     registry: Vec<Segment>,
     side_dbs: Vec<rocksdb::DB>,
     shared_caches: Vec<TrackedCache>,
+    files: Vec<std::fs::File>,
+    accounted: Option<(TrackedDb<SingleThreaded>, TrackedOptions)>,
 }
 
 /// The reference segmented store.
@@ -362,7 +393,12 @@ impl ReferenceStore {
                 TaskState { book: Mutex::new(Book::default()), cache, write_buffers }
             })
             .collect();
-        Ok(ReferenceStore { config, tasks, owners: Arc::default(), planted: Mutex::new(Planted::default()) })
+        let store = ReferenceStore { config, tasks, owners: Arc::default(), planted: Mutex::new(Planted::default()) };
+        if store.config.variant == Variant::AccountedGrowth {
+            // Opened before the run, as a DB kept for the life of the store is.
+            store.open_accounted(ledger)?;
+        }
+        Ok(store)
     }
 
     /// The settings.
@@ -535,6 +571,45 @@ impl ReferenceStore {
     /// An untracked DB beside the segments, its memtable (about 64 KiB written) charged to the
     /// task's shared cache through the task's write buffer manager.
     #[allow(clippy::disallowed_types)]
+    /// Planted: `bytes` of native memory, no handle, no wrapper, kept until the store drops.
+    fn leak_native(&self, bytes: usize) {
+        // SAFETY: a plain C allocation, deliberately never freed before the store drops.
+        let p = unsafe { libc::malloc(bytes) };
+        if !p.is_null() {
+            // SAFETY: `p` points to `bytes` writable bytes.
+            unsafe { p.cast::<u8>().write_bytes(0xa5, bytes) };
+        }
+        lock(&self.planted).raw_mallocs.push(std::hint::black_box(p) as usize);
+    }
+
+    /// The accounted-growth variant's DB, kept for the life of the store (declared shared,
+    /// reported to RocksDB's accounting), with a write buffer of 1 GiB: it never flushes.
+    fn open_accounted(&self, ledger: &Ledger) -> Result<(), StoreError> {
+        let fail = |source| StoreError::RocksDb { task: 0, segment: 0, what: "accounted db", source };
+        let _owner = owner_scope("accounted db");
+        let mut opts = TrackedOptions::new(ledger);
+        opts.create_if_missing(true);
+        opts.set_write_buffer_size(1 << 30);
+        opts.set_arena_block_size(4 << 10);
+        opts.set_disable_auto_compactions(true);
+        let db = TrackedDb::<SingleThreaded>::open(&opts, self.config.dir.join("accounted")).map_err(fail)?;
+        for token in [db.token(), opts.token()] {
+            token.declare_shared();
+        }
+        lock(&self.planted).accounted = Some((db, opts));
+        Ok(())
+    }
+
+    /// Planted: the kept DB's memtable takes 1 KiB more every cycle.
+    fn grow_accounted(&self, ctx: &CycleCtx<'_>) -> Result<(), StoreError> {
+        let fail = |source| StoreError::RocksDb { task: 0, segment: ctx.cycle, what: "accounted db", source };
+        let planted = lock(&self.planted);
+        if let Some((db, _)) = &planted.accounted {
+            planted!("accounted-growth", db.put(ctx.cycle.to_be_bytes(), [0x5a; 1024]).map_err(fail)?);
+        }
+        Ok(())
+    }
+
     fn open_side_db(&self, ctx: &CycleCtx<'_>, state: &TaskState) -> Result<rocksdb::DB, StoreError> {
         let path = self.config.dir.join("side").join(format!("cycle_{}", ctx.cycle));
         let fail = |source| StoreError::RocksDb { task: 0, segment: ctx.cycle, what: "side db", source };
@@ -736,14 +811,11 @@ impl ReferenceStore {
                 }
                 Variant::MarkerFailureLeaksBytes => {
                     // Planted: the error path returns before freeing a 1 KiB native buffer.
-                    planted!("marker-failure-leaks-bytes", ());
-                    // SAFETY: a plain C allocation, deliberately never freed (until the store drops).
-                    let p = unsafe { libc::malloc(MARKER_LEAK_BYTES) };
-                    if !p.is_null() {
-                        // SAFETY: `p` points to MARKER_LEAK_BYTES writable bytes.
-                        unsafe { p.cast::<u8>().write_bytes(0xa5, MARKER_LEAK_BYTES) };
-                    }
-                    lock(&self.planted).raw_mallocs.push(std::hint::black_box(p) as usize);
+                    planted!("marker-failure-leaks-bytes", self.leak_native(MARKER_LEAK_BYTES));
+                }
+                Variant::MarkerFailureLeaksSometimes if mix(ctx.cycle.wrapping_mul(1 << 20) ^ id) % 10 < 4 => {
+                    // Planted: on 40% of the failures, the error path skips freeing 4 KiB.
+                    planted!("marker-failure-leaks-sometimes", self.leak_native(SOMETIMES_LEAK_BYTES));
                 }
                 Variant::MigratingReleasesFirstOnly if self.config.is_migrating(task) => {
                     // Planted: of the dual accessor's three handles, only the first is released.
@@ -1011,16 +1083,28 @@ impl Lifecycle for ReferenceStore {
     }
 
     fn open(&mut self, ctx: &CycleCtx<'_>) -> Result<OpenStores, StoreError> {
-        if self.config.variant == Variant::RawMallocPerCycle {
-            // Planted: 4 KiB of native memory per cycle, no handle, no wrapper.
-            planted!("raw-malloc-per-cycle", ());
-            // SAFETY: a plain C allocation, deliberately never freed.
-            let p = unsafe { libc::malloc(RAW_LEAK_BYTES) };
-            if !p.is_null() {
-                // SAFETY: `p` points to RAW_LEAK_BYTES writable bytes.
-                unsafe { p.cast::<u8>().write_bytes(0xa5, RAW_LEAK_BYTES) };
+        match self.config.variant {
+            Variant::RawMallocPerCycle => {
+                // Planted: 4 KiB of native memory per cycle, no handle, no wrapper.
+                planted!("raw-malloc-per-cycle", self.leak_native(RAW_LEAK_BYTES));
             }
-            lock(&self.planted).raw_mallocs.push(std::hint::black_box(p) as usize);
+            Variant::SteadyBytes16 => {
+                planted!("steady-bytes-16", self.leak_native(16));
+            }
+            Variant::SteadyBytes4 if ctx.cycle.is_multiple_of(2) => {
+                planted!("steady-bytes-4", self.leak_native(8));
+            }
+            Variant::SnapshotBursts if mix(ctx.cycle ^ 0x5eed).is_multiple_of(100) => {
+                // Planted: a snapshot buffer kept "for later" and never released.
+                planted!("snapshot-bursts", self.leak_native(BURST_BYTES));
+            }
+            Variant::FdOutsideDir if ctx.cycle % 50 == 49 => {
+                // Planted: a descriptor outside the store's directory, opened and kept.
+                let f = planted!("fd-outside-dir", std::fs::File::open("/dev/null"));
+                lock(&self.planted).files.push(f.map_err(io(Path::new("/dev/null")))?);
+            }
+            Variant::AccountedGrowth => self.grow_accounted(ctx)?,
+            _ => {}
         }
         let results = self.on_workers(ctx.cycle, (0..self.config.tasks).collect(), |t, w| self.open_task(ctx, t, w))?;
         // On an error, the tasks that did open are dropped here: everything they made is released.
@@ -1090,9 +1174,13 @@ impl Lifecycle for ReferenceStore {
     fn rocksdb_memory(&self) -> Option<RocksDbMemory> {
         // Sampled between cycles, when every segment is closed: the caches and what the write
         // buffer managers reserved in them (memtables of DBs still open somewhere).
+        let planted = lock(&self.planted);
         let mut consumers = leakcheck::probe::MemoryConsumers::new().ok()?;
         for t in &self.tasks {
             consumers.cache(&t.cache).write_buffer_manager(&t.write_buffers);
+        }
+        if let Some((db, _)) = &planted.accounted {
+            consumers.db(db);
         }
         consumers.read().ok()
     }
@@ -1113,6 +1201,8 @@ impl Drop for ReferenceStore {
         }
         drop(planted.registry);
         drop(planted.side_dbs);
+        drop(planted.files);
+        drop(planted.accounted);
     }
 }
 

@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use std::process::Command;
 
 use leak_tests::clean::{CleanOutcome, CLEAN_CATALOG};
-use leak_tests::mutants::{Mutant, MutantOutcome, CATALOG, PLAN};
+use leak_tests::mutants::{Mutant, MutantOutcome, RunAs, CATALOG, PLAN};
 use leakcheck::report::RunReport;
 use leakcheck::verdict::Tolerances;
 use leakcheck::{Class, Signal, Verdict};
@@ -201,6 +201,17 @@ fn every_variant_is_caught_and_every_clean_store_is_clean() {
         marker.signal_names.contains(&leakcheck::SignalId::member(Signal::BytesPerFiring, "close.marker").to_string()),
         "the 1 KiB per failed marker write must be attributed to close.marker: {marker:?}"
     );
+    // The growth rule's leaks, each by the signal that must see it.
+    let named = |variant: &str, signal: leakcheck::SignalId| {
+        let o = &results[variant];
+        assert!(o.signal_names.contains(&signal.to_string()), "{variant}: {signal} did not call it: {o:?}");
+    };
+    named("steady-bytes-16", Signal::UnexplainedBytes.into());
+    named("steady-bytes-4", Signal::UnexplainedBytes.into());
+    named("snapshot-bursts", Signal::UnexplainedBytes.into());
+    named("marker-failure-leaks-sometimes", leakcheck::SignalId::member(Signal::BytesPerFiring, "close.marker"));
+    named("fd-outside-dir", Signal::OpenFdsOutsideDir.into());
+    named("accounted-growth", Signal::RocksdbExplainedBytes.into());
     // Where the planted line itself creates the leaked handle, the report names that line.
     for name in ["offsets-options-tracked", "private-cache-per-segment", "shared-cache-declared-per-open"] {
         let o = &results[name];
@@ -220,7 +231,9 @@ fn every_variant_is_caught_and_every_clean_store_is_clean() {
     // through the catalog's function, proven above the byte tolerance by its samples; and the
     // reference store proves no stack above it.
     for m in &CATALOG {
-        if m.expected == [Class::Bytes] {
+        // A leak of bytes per cycle the heap profile resolves in 60 cycles names its stack; the
+        // growth rule's small and rare leaks are below that resolution.
+        if m.expected == [Class::Bytes] && m.run_as == RunAs::Fixed {
             assert!(m.heap_stack.is_some(), "{}: a leak only the bytes see must name its heap stack in the catalog", m.name);
         }
         let Some(r) = profiles.get(m.name) else { continue };

@@ -698,7 +698,8 @@ impl Harness {
             cycles_run += 1;
             let look = cfg.look_after(&judged_cfg, cycle + 1);
             if let Some(look) = look {
-                judged = Some(bk.track(|| analysis.look(look)));
+                // The verdict it replaces is dropped inside the bookkeeping too.
+                bk.track(|| judged = Some(analysis.look(look)));
             }
             // The observer runs outside the bookkeeping: what it keeps is not the harness's, and
             // must not be subtracted from the bytes judged.

@@ -13,7 +13,9 @@
 //! 4. The verdict: **leak** when the growth's lower bound is above the budget, with more than
 //!    one jump's worth, and growth still shows in the last quarter; **clean** when the upper
 //!    bound is below the budget, every jump is followed by at least three times as many level
-//!    cycles as preceded it, and (before the last look) no growth is evidenced at all;
+//!    cycles as preceded it, and (before the last look) the lower bound is not above zero: growth
+//!    that is evidenced but still under the budget makes the run look longer, so a steady leak
+//!    is found once its growth passes the budget and bounded growth is clean once it has stopped;
 //!    **inconclusive** otherwise, with the cycles a decision should take.
 //!
 //! The budget is `min(tolerance x span, total)`: over a short later half it is the per-cycle
@@ -216,9 +218,16 @@ impl<'a> Series<'a> {
         let pending = self.drop_transients(threshold, typical);
         let jumps = Jumps::find(&self.x, &self.y, threshold, typical, self.mid, self.quarter);
         let level = jumps.levelled(&self.y);
+        // Steps below the budget that stand out from the noise (a container doubling, a small
+        // burst) are growth too, counted as they are: levelled out of the series the noise is read
+        // from (one step is not a wandering level), added to the estimate, their squares to its
+        // variance (a step could as well have gone the other way).
+        let outlier = JUMP_NOISE * robust_variance(&steps).sqrt();
+        let small = Jumps::find(&self.x, &level, outlier, typical, self.mid, self.quarter);
+        let smooth = small.levelled(&level);
         let (Some(later), Some(last)) = (
-            later_growth(&self.x, &level, self.mid, span, self.rule.alpha),
-            later_growth(&self.x, &level, self.quarter, self.t - self.quarter, self.rule.alpha),
+            later_growth(&self.x, &smooth, self.mid, span, self.rule.alpha, small.moments_from(&self.x, self.mid)),
+            later_growth(&self.x, &smooth, self.quarter, self.t - self.quarter, self.rule.alpha, small.moments_from(&self.x, self.quarter)),
         ) else {
             return GrowthJudgement::undecided((self.t - self.w) as u64);
         };
@@ -226,7 +235,7 @@ impl<'a> Series<'a> {
         let still_growing = last.1 > 0.0 || jumps.in_last_quarter > 0;
         let retired = jumps.last_rise.is_none_or(|at| self.t - at >= RETIRE_FACTOR * (at - self.w));
         let leak = lower - jumps.single_rise > budget && still_growing;
-        let evidenced = lower > 0.0 && still_growing;
+        let evidenced = lower > 0.0;
         let clean = upper < budget && retired && !pending && (!evidenced || last_look);
         let verdict = if leak {
             Verdict::Leak
@@ -339,6 +348,11 @@ impl Jumps {
         }
     }
 
+    /// The sum of the jumps at or after `from`, and of their squares.
+    fn moments_from(&self, x: &[f64], from: f64) -> (f64, f64) {
+        self.all.iter().filter(|(i, _)| x[*i] >= from).fold((0.0, 0.0), |(s, q), (_, d)| (s + d, q + d * d))
+    }
+
     /// `y` with every jump taken out (each later floor lowered by the jumps before it).
     fn levelled(&self, y: &[f64]) -> Vec<f64> {
         let mut out = y.to_vec();
@@ -354,9 +368,10 @@ impl Jumps {
     }
 }
 
-/// Growth over the floors at or after `from` (a least-squares slope times `span`), with its
-/// bounds at one-sided `alpha` (module docs): `(growth, lower, upper)`.
-fn later_growth(x: &[f64], y: &[f64], from: f64, span: f64, alpha: f64) -> Option<(f64, f64, f64)> {
+/// Growth over the floors `y` (every outlying step levelled) at or after `from`: a least-squares
+/// slope times `span`, plus the levelled steps there (`steps`, their squares' sum `squares` added
+/// to the variance), with its bounds at one-sided `alpha` (module docs): `(growth, lower, upper)`.
+fn later_growth(x: &[f64], y: &[f64], from: f64, span: f64, alpha: f64, (steps, squares): (f64, f64)) -> Option<(f64, f64, f64)> {
     // The noise is read from the last three quarters (and never from less than the later part).
     let (x, y) = if x.len() > 16 {
         let start = (x[0] + 0.25 * (x[x.len() - 1] - x[0])).min(from);
@@ -379,7 +394,8 @@ fn later_growth(x: &[f64], y: &[f64], from: f64, span: f64, alpha: f64) -> Optio
     let levels = (rss / (n as f64 - 2.0) / line.sxx * inflation, (n as f64 / inflation - 2.0).max(MIN_DF));
     let walk = walk_variance(y, lx, &line, first);
     let (variance, df) = if levels.0 >= walk.0 { levels } else { walk };
-    let half = t_upper(alpha, df) * variance.max(0.0).sqrt() * span;
+    let half = t_upper(alpha, df) * (variance.max(0.0) * span * span + squares).sqrt();
+    let growth = growth + steps;
     Some((growth, growth - half, growth + half))
 }
 

@@ -102,6 +102,23 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// The growth rule's power curve: cycles to a leak verdict for steady leaks of 4 B to 1 KiB a
+    /// cycle and for 32 KiB bursts in 1% of cycles, on a quiet and a noisy store of the clean
+    /// catalog (runs simulated from their recorded samples, judged as check judges).
+    Power {
+        /// Simulated runs per store and leak.
+        #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u64).range(1..=10_000))]
+        runs: u64,
+        /// How far check may go on while inconclusive (its default is 800).
+        #[arg(long, default_value_t = 20_000, value_parser = clap::value_parser!(u64).range(200..=1_000_000))]
+        max_cycles: u64,
+        /// Seed of the simulations.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
     /// Time to a leak verdict on the fresh-DB loop with one planted leak, then exit (1: found):
     /// the figure scripts/compare-memcheck compares with valgrind.
     TimeToVerdict {
@@ -163,6 +180,31 @@ fn reference_store(args: &ReferenceArgs, env: &StoreEnv<'_>) -> Result<Reference
     Ok(ReferenceStore::new(config, env.ledger)?)
 }
 
+/// `leakcheck power`: the table (or JSON) of [`leak_tests::power::curve`].
+fn power(runs: usize, max_cycles: u64, seed: u64, json: bool) -> Result<ExitCode> {
+    let rows = leak_tests::power::curve(runs, max_cycles, seed);
+    if json {
+        println!("{}", serde_json::to_string_pretty(&rows)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!("cycles to a leak verdict, check's rule (looks at 200, then every 10), {runs} simulated runs each, up to {max_cycles} cycles");
+    println!("{:<18} {:<24} {:>8} {:>14} {:>8} {:>10} {:>10}", "store", "leak", "caught", "within 800", "clean", "median", "90th pct");
+    for r in &rows {
+        let c = |v: Option<u64>| v.map_or("-".to_string(), |v| v.to_string());
+        println!(
+            "{:<18} {:<24} {:>8} {:>14} {:>8} {:>10} {:>10}",
+            r.store,
+            r.leak,
+            format!("{}/{}", r.caught, r.runs),
+            format!("{}/{}", r.caught_by_check, r.runs),
+            r.called_clean,
+            c(r.median_cycles),
+            c(r.p90_cycles)
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 fn dispatch(command: Command) -> Result<ExitCode> {
     match command {
         Command::Store(command) => Ok(ExitCode::from(cli::execute(command, reference_store)?)),
@@ -171,6 +213,7 @@ fn dispatch(command: Command) -> Result<ExitCode> {
         Command::Mutant { name, cycles } => mutants::one(&name, cycles),
         Command::Sensitivity { runs, cycles, sizes, json } => sensitivity(runs, cycles, &sizes, json),
         Command::TimeToVerdict { leak, max_cycles } => time_to_verdict(&leak, max_cycles),
+        Command::Power { runs, max_cycles, seed, json } => power(runs as usize, max_cycles, seed, json),
         Command::Sample { dir, purge, json } => {
             let mut probe = Probe::new().purge(purge);
             if let Some(dir) = &dir {
