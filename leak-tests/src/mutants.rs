@@ -62,10 +62,15 @@ pub enum RunAs {
     /// As `check` runs: the cycles asked for (at least 200), then on while the verdict is
     /// inconclusive, up to four times as many, stopping once it decides.
     Check,
-    /// As a soak runs: a sample every 5th cycle, looked at as the cycles double, `cycles` in all.
+    /// As a soak runs: a sample every 5th cycle, looked at as the cycles double, `cycles` in all,
+    /// on a reference store of `tasks` x `segments` (a small one keeps a long soak short).
     Soak {
         /// Cycles of the soak.
         cycles: u64,
+        /// Tasks of the reference store.
+        tasks: u32,
+        /// Live segments per task.
+        segments: u32,
     },
 }
 
@@ -282,7 +287,7 @@ pub const CATALOG: [Mutant; 24] = [
         invisible_to: &[Class::Handles],
         plan: DEFAULT_CHECK_PLAN,
         min_cycles: 0,
-        run_as: RunAs::Soak { cycles: 5_000 },
+        run_as: RunAs::Soak { cycles: 3_200, tasks: 1, segments: 1 },
         heap_stack: None,
     },
     Mutant {
@@ -304,7 +309,7 @@ pub const CATALOG: [Mutant; 24] = [
         invisible_to: &[Class::Handles],
         plan: DEFAULT_CHECK_PLAN,
         min_cycles: 0,
-        run_as: RunAs::Soak { cycles: 1_000 },
+        run_as: RunAs::Soak { cycles: 1_000, tasks: 1, segments: 2 },
         heap_stack: None,
     },
     Mutant {
@@ -385,6 +390,9 @@ pub fn run_mutant(m: &Mutant, dir: &Path, cycles: u64) -> Result<MutantOutcome, 
     let ledger = Ledger::new();
     let mut config = ReferenceConfig::new(dir);
     config.variant = m.variant;
+    if let RunAs::Soak { tasks, segments, .. } = m.run_as {
+        (config.tasks, config.segments) = (tasks, segments);
+    }
     let mut store = ReferenceStore::new(config, &ledger).map_err(|e| HarnessError::Setup(e.to_string()))?;
     let plan = FaultPlan::parse(m.plan).map_err(HarnessError::Plan)?;
     let cfg = match m.run_as {
@@ -393,7 +401,7 @@ pub fn run_mutant(m: &Mutant, dir: &Path, cycles: u64) -> Result<MutantOutcome, 
             let first = cycles.max(crate::clean::CHECK_CYCLES);
             HarnessConfig { cycles: 4 * first, decide_after: Some(first), plan, ..HarnessConfig::default() }
         }
-        RunAs::Soak { cycles } => {
+        RunAs::Soak { cycles, .. } => {
             let mut cfg = HarnessConfig { cycles, sample_every: 5, keep_records: false, plan, ..HarnessConfig::default() };
             cfg.analysis.looks = leakcheck::verdict::Looks::Doubling { first: crate::clean::CHECK_CYCLES };
             cfg

@@ -60,8 +60,11 @@ pub(crate) struct Firings {
     blocks: Vec<Block>,
     group: usize,
     open: Option<(Block, usize)>,
-    /// Per point: intervals in which it fired, and its firings in all.
+    /// Per point: intervals in which it fired, how many intervals saw each count of its firings
+    /// (a regression learns from the counts varying, not from quiet intervals), and its
+    /// firings in all.
     intervals_fired: Vec<u64>,
+    count_intervals: Vec<BTreeMap<u64, u64>>,
     total_fired: Vec<f64>,
     intervals: u64,
     /// Firings per point since the last sample, and in the last cycle seen.
@@ -114,11 +117,13 @@ impl Firings {
             }
             self.intervals += 1;
             self.intervals_fired.resize(p, 0);
+            self.count_intervals.resize(p, BTreeMap::new());
             self.total_fired.resize(p, 0.0);
             for (i, f) in fired.iter().enumerate() {
                 if *f > 0.0 {
                     self.intervals_fired[i] += 1;
                 }
+                *self.count_intervals[i].entry(*f as u64).or_default() += 1;
                 self.total_fired[i] += f;
             }
             self.push(Block { change: level - y0, cycles: (cycle - c0) as f64, fired, transient });
@@ -156,15 +161,27 @@ impl Firings {
         self.points.iter().map(String::as_str).zip(self.total_fired.iter().copied())
     }
 
-    /// One verdict per point that fired in enough intervals (and was quiet in twice as many):
-    /// bytes per firing against `tolerance(point)`, each bound at one-sided `alpha`.
+    /// Whether point `i` fired in enough intervals, and its count differed from its most common
+    /// count in as many (with a sample every cycle and rare firings: the intervals it was
+    /// quiet in; with a sample every 5th cycle and frequent firings: the intervals it fired
+    /// more or less often than usual).
+    fn judgeable(&self, i: usize) -> bool {
+        let fired = self.intervals_fired.get(i).copied().unwrap_or(0);
+        let counts = self.count_intervals.get(i);
+        let seen: u64 = counts.map_or(0, |c| c.values().sum());
+        let modal = counts.and_then(|c| c.values().max().copied()).unwrap_or(0);
+        // Intervals before the point first fired saw a count of 0 too.
+        let unseen = self.intervals.saturating_sub(seen);
+        let at_zero = unseen + counts.and_then(|c| c.get(&0).copied()).unwrap_or(0);
+        let off_mode = self.intervals - modal.max(at_zero);
+        fired >= MIN_FIRING_INTERVALS && off_mode >= MIN_FIRING_INTERVALS.min(fired) && self.intervals >= 3 * MIN_FIRING_INTERVALS
+    }
+
+    /// One verdict per point that fired in enough intervals, with counts that varied enough
+    /// ([`Firings::judgeable`]): bytes per firing against `tolerance(point)`, each bound at
+    /// one-sided `alpha`.
     pub(crate) fn verdicts(&self, alpha: f64, tolerance: &dyn Fn(&str) -> f64) -> Vec<SignalVerdict> {
-        let judged: Vec<usize> = (0..self.points.len())
-            .filter(|&i| {
-                let f = self.intervals_fired.get(i).copied().unwrap_or(0);
-                f >= MIN_FIRING_INTERVALS && self.intervals.saturating_sub(f) >= 2 * MIN_FIRING_INTERVALS
-            })
-            .collect();
+        let judged: Vec<usize> = (0..self.points.len()).filter(|&i| self.judgeable(i)).collect();
         if judged.is_empty() {
             return Vec::new();
         }

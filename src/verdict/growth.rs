@@ -476,8 +476,14 @@ fn walk_variance(y: &[f64], lx: &[f64], line: &Line, first: usize) -> (f64, f64)
     if ratio < WALK_RATIO {
         return (0.0, 1.0);
     }
-    let variance = -lag_weighted_sum(&c, &k) * long / 2.0;
-    (variance, (2.0 * n as f64 / lag as f64 - 1.0).max(2.0))
+    // The walk's variance per step, read at a shorter lag than the test's: as unbiased for a walk,
+    // with four times the degrees of freedom (at the test's lag a quarter of the floors gives
+    // about seven, and the t quantile at a small rate is then several times the normal one);
+    // mean-reverting noise and white noise on top of a walk make it larger, not smaller.
+    let short = (n / 16).max(2);
+    let per_step = variance(&increments(y, short)) / short as f64 / (1.0 - short as f64 / n as f64);
+    let variance = -lag_weighted_sum(&c, &k) * per_step / 2.0;
+    (variance, (2.0 * n as f64 / short as f64 - 1.0).max(2.0))
 }
 
 /// About how many more cycles would decide, if the growth per cycle and the noise hold: the
