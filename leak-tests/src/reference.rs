@@ -579,9 +579,6 @@ impl ReferenceStore {
         Ok(store)
     }
 
-    /// An untracked DB beside the segments, its memtable (about 64 KiB written) charged to the
-    /// task's shared cache through the task's write buffer manager.
-    #[allow(clippy::disallowed_types)]
     /// Planted: `bytes` of native memory, no handle, no wrapper, kept until the store drops.
     fn leak_native(&self, bytes: usize) {
         // SAFETY: a plain C allocation, deliberately never freed before the store drops.
@@ -621,6 +618,9 @@ impl ReferenceStore {
         Ok(())
     }
 
+    /// An untracked DB beside the segments, its memtable (about 64 KiB written) charged to the
+    /// task's shared cache through the task's write buffer manager.
+    #[allow(clippy::disallowed_types)]
     fn open_side_db(&self, ctx: &CycleCtx<'_>, state: &TaskState) -> Result<rocksdb::DB, StoreError> {
         let path = self.config.dir.join("side").join(format!("cycle_{}", ctx.cycle));
         let fail = |source| StoreError::RocksDb { task: 0, segment: ctx.cycle, what: "side db", source };

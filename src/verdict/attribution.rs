@@ -29,6 +29,9 @@ pub(crate) const MIN_FIRING_INTERVALS: u64 = 10;
 /// The most blocks kept.
 const MAX_BLOCKS: usize = 512;
 
+/// One column of the regression: a block's value in it.
+type Column<'a> = Box<dyn Fn(&Block) -> f64 + 'a>;
+
 /// One block of consecutive intervals, summed.
 #[derive(Debug, Clone, Default, PartialEq)]
 struct Block {
@@ -188,7 +191,7 @@ impl Firings {
         let blocks: Vec<&Block> = self.blocks.iter().chain(self.open.as_ref().map(|(b, _)| b)).collect();
         // Columns: cycles, then fired and transient of each judged point (a transient column that
         // never varies is left out: with a sample every cycle and rare firings it can be).
-        let mut columns: Vec<Box<dyn Fn(&Block) -> f64>> = vec![Box::new(|b: &Block| b.cycles)];
+        let mut columns: Vec<Column<'_>> = vec![Box::new(|b: &Block| b.cycles)];
         let mut persistent_col = Vec::new();
         for &i in &judged {
             persistent_col.push(columns.len());

@@ -580,7 +580,7 @@ mod tests {
 
     #[test]
     fn transients_do_not_count() {
-        let spiky = |c: u64| 1e6 + if c % 7 == 0 { 400_000.0 } else { 0.0 };
+        let spiky = |c: u64| 1e6 + if c.is_multiple_of(7) { 400_000.0 } else { 0.0 };
         assert_eq!(judged(spiky, 200, false).verdict, Verdict::Clean);
     }
 }

@@ -185,10 +185,11 @@ impl Default for Budgets {
 }
 
 /// When a run is looked at; each look gets its part of the false-positive rate.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(tag = "looks", rename_all = "lowercase")]
 pub enum Looks {
     /// Judged once, at the end (look 1).
+    #[default]
     End,
     /// `check`: at `first` cycles, then every 10 while inconclusive.
     Decide {
@@ -200,12 +201,6 @@ pub enum Looks {
         /// Cycles of the first look.
         first: u64,
     },
-}
-
-impl Default for Looks {
-    fn default() -> Self {
-        Looks::End
-    }
 }
 
 /// Cycles between two looks of `check` while inconclusive.

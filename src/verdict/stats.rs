@@ -54,7 +54,7 @@ pub(crate) fn t_upper(alpha: f64, df: f64) -> f64 {
         if n < 5.0 {
             c += 0.3 * (n - 4.5) * (x + 0.6);
         }
-        c = (((0.05 * d * x - 5.0) * x - 7.0) * x - 2.0) * x + b + c;
+        c += (((0.05 * d * x - 5.0) * x - 7.0) * x - 2.0) * x + b;
         y = (((((0.4 * y + 6.3) * y + 36.0) * y + 94.5) / c - y - 3.0) / b + 1.0) * x;
         y = a * y * y;
         y = y.exp_m1();
@@ -171,11 +171,11 @@ mod tests {
     #[test]
     fn lag_sums_in_one_pass() {
         let c = [0.3, -0.1, 0.5, -0.7];
-        let k = [0.0, 1.0, 3.0, 4.0];
+        let k = [0.0f64, 1.0, 3.0, 4.0];
         let mut direct = 0.0;
         for i in 0..4 {
             for j in 0..4 {
-                direct += c[i] * c[j] * (k[i] - k[j] as f64).abs();
+                direct += c[i] * c[j] * (k[i] - k[j]).abs();
             }
         }
         assert!((lag_weighted_sum(&c, &k) - direct).abs() < 1e-12);
