@@ -16,6 +16,8 @@
 //!    cycles as preceded it, and (before the last look) the lower bound is not above zero: growth
 //!    that is evidenced but still under the budget makes the run look longer, so a steady leak
 //!    is found once its growth passes the budget and bounded growth is clean once it has stopped;
+//!    at the last look, an upper bound above the total budget but below the tolerance times the
+//!    span is clean too (what the verdict rules out is then larger, and said);
 //!    **inconclusive** otherwise, with the cycles a decision should take.
 //!
 //! The budget is `min(tolerance x span, total)`: over a short later half it is the per-cycle
@@ -254,6 +256,12 @@ impl<'a> Series<'a> {
         let (released, largest) = drops.fold((0.0, 0.0f64), |(s, m), d| (s + d, m.min(d)));
         let one_release = largest < 0.0 && largest <= DOMINANT_DROP * released;
         let evidenced = lower > 0.0 || (one_release && lower - largest > 0.0);
+        // At the last look no later one can narrow the interval: growth the run could not bound
+        // by the total budget is clean when the per-cycle tolerance bounds it, and the verdict
+        // says so (`budget_from` tolerance, and what it rules out, larger).
+        let by_tolerance = self.rule.tolerance_per_cycle * span;
+        let (budget, budget_from) =
+            if last_look && !leak && upper >= budget && upper < by_tolerance { (by_tolerance, BudgetFrom::Tolerance) } else { (budget, budget_from) };
         let clean = upper < budget && retired && !pending && (!evidenced || last_look);
         let verdict = if leak {
             Verdict::Leak
