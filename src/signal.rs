@@ -141,7 +141,10 @@ const fn spec(name: &'static str, unit: &'static str, class: Class, role: Role, 
 }
 
 impl Signal {
-    /// Every signal, in the order reports list them.
+    /// The statistical signals: the first of [`Signal::ALL`], in the order reports list them.
+    pub(crate) const STATISTICAL: &'static [Signal] = Signal::ALL.split_at(14).0;
+
+    /// Every signal, in the order reports list them: the statistical ones first.
     pub const ALL: [Signal; 24] = [
         Signal::AllocatedBytes,
         Signal::UnexplainedBytes,

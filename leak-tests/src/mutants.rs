@@ -422,7 +422,7 @@ pub fn run_mutant(m: &Mutant, dir: &Path, cycles: u64) -> Result<MutantOutcome, 
         if n > analysis.warmup_cycles + 10 && n % 10 == 0 {
             // Each of these looks gets its part of the false-positive rate, as check's do.
             looks += 1;
-            for s in leaking(&p.analysis.clone().look(Look::interim(looks))) {
+            for s in leaking(&p.analysis.judge(Look::interim(looks))) {
                 first_statistical.entry(s.signal.clone()).or_insert(p.record.cycle);
             }
         }

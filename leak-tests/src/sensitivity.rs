@@ -109,7 +109,7 @@ fn run<L: Lifecycle>(
         let n = p.samples.len();
         if stop_at_leak && n >= analysis.warmup_cycles + 2 * CHECK_EVERY && n % CHECK_EVERY == 0 {
             looks += 1;
-            let v = p.analysis.clone().look(Look::interim(looks));
+            let v = p.analysis.judge(Look::interim(looks));
             if let Some(s) = v.signal(BYTES_SIGNAL) {
                 slope = s.estimate.map(|e| e.value);
                 if s.verdict == Verdict::Leak {

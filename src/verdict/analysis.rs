@@ -66,24 +66,6 @@ struct Records {
     integrity: Option<ExactSeries>,
 }
 
-/// The statistical signals, in the order reports list them.
-const STATISTICAL: [Signal; 14] = [
-    Signal::AllocatedBytes,
-    Signal::UnexplainedBytes,
-    Signal::ExplainedBytes,
-    Signal::RocksdbExplainedBytes,
-    Signal::ResidentBytes,
-    Signal::RssAnonBytes,
-    Signal::RssAnonOutsideJemallocBytes,
-    Signal::RssBytes,
-    Signal::OpenFds,
-    Signal::OpenFdsOutsideDir,
-    Signal::Maps,
-    Signal::FileMaps,
-    Signal::FileMapsOutsideDir,
-    Signal::Threads,
-];
-
 /// A statistical signal's value in a sample, when readable.
 fn value(signal: Signal, s: &Sample) -> Option<f64> {
     let p = &s.process;
@@ -178,7 +160,7 @@ impl Analysis {
         self.last_cycle = Some(c.cycle);
         let s = &c.sample;
         if c.cycle >= self.cfg.warmup_cycles as u64 {
-            for signal in STATISTICAL {
+            for &signal in Signal::STATISTICAL {
                 if let Some(v) = value(signal, s) {
                     self.series.entry(signal).or_default().push(c.cycle, v);
                 }
@@ -239,6 +221,12 @@ impl Analysis {
         let v = self.assemble(statistical.clone(), look, None);
         self.memo = Some((self.last_cycle.map_or(0, |c| c + 1), statistical));
         v
+    }
+
+    /// The verdict at `look`, judged now and not kept (an observer's own look, spending its own
+    /// share of the rate).
+    pub fn judge(&self, look: Look) -> RunVerdict {
+        self.assemble(self.statistical(look), look, None)
     }
 
     /// The verdict between looks: the exact signals now, the statistical ones as the last look
@@ -327,17 +315,12 @@ impl Analysis {
     }
 
     fn statistical(&self, look: Look) -> Vec<SignalVerdict> {
-        STATISTICAL
+        Signal::STATISTICAL
             .iter()
             .filter_map(|&signal| {
                 let floors = self.series.get(&signal)?;
                 let (rule, evidence) = self.rule(signal, look);
                 let j = growth::judge(floors, &rule, evidence, look.last);
-                if std::env::var("GROWTH_DEBUG").is_ok_and(|v| v == signal.name()) {
-                    let fl = floors.at_block(4);
-                    let last = fl.last().map_or(0.0, |f| f.value);
-                    eprintln!("FLOORS {signal} {:?}", fl.iter().map(|f| ((f.value - last) / 1000.0).round() as i64).collect::<Vec<_>>());
-                }
                 let mut v = SignalVerdict::undecided(signal.into(), super::Rule::Growth(rule));
                 v.verdict = j.verdict;
                 v.cycles = floors.samples() as usize;
