@@ -233,7 +233,7 @@ pub const CATALOG: [Mutant; 24] = [
         plan: PLAN,
         min_cycles: 0,
         run_as: RunAs::Fixed,
-        heap_stack: Some("<leak_tests::reference::ReferenceStore as leakcheck::harness::Lifecycle>::open"),
+        heap_stack: Some("ReferenceStore::leak_native"),
     },
     Mutant {
         name: "marker-failure-leaks-bytes",
