@@ -244,7 +244,7 @@ pub const CATALOG: [Mutant; 24] = [
         plan: DEFAULT_CHECK_PLAN,
         min_cycles: crate::clean::CHECK_CYCLES,
         run_as: RunAs::Fixed,
-        heap_stack: Some("ReferenceStore::close_segment"),
+        heap_stack: Some("ReferenceStore::leak_native"),
     },
     Mutant {
         name: "cache-charged-db-never-closed",
