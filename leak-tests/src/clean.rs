@@ -113,12 +113,15 @@ fn busy_options(ledger: &Ledger) -> TrackedOptions {
 
 /// One DB open for the whole run (declared shared), written every cycle so that memtables fill,
 /// flush and compact on RocksDB's background threads; keys are overwritten every 16 cycles so
-/// compactions drop the old versions. A cycle opens a batch and a snapshot, writes, scans and
-/// reads back, and releases them.
+/// compactions drop the old versions (or, [`LongLivedDb::growing`], never: the data and the live
+/// files grow with the run). A cycle opens a batch and a snapshot, writes, scans and reads back,
+/// and releases them.
 pub struct LongLivedDb {
     db: TrackedDb<SingleThreaded>,
     cache: TrackedCache,
     _opts: TrackedOptions,
+    /// Cycles whose keys are overwritten in turn; `None`: every cycle writes new keys.
+    working_set: Option<u64>,
 }
 
 /// A long-lived DB's per-cycle handles.
@@ -132,6 +135,20 @@ impl LongLivedDb {
     /// # Errors
     /// RocksDB's error when the DB cannot be opened.
     pub fn new(dir: &Path, ledger: &Ledger) -> Result<Self> {
+        Self::open(dir, ledger, Some(16))
+    }
+
+    /// Opens the DB under `dir`, declared shared, for a run that never overwrites a key: every
+    /// cycle adds 100 KB of data, so files, RocksDB's per-file state and the table readers grow
+    /// through the run, as a store's own data legitimately does.
+    ///
+    /// # Errors
+    /// RocksDB's error when the DB cannot be opened.
+    pub fn growing(dir: &Path, ledger: &Ledger) -> Result<Self> {
+        Self::open(dir, ledger, None)
+    }
+
+    fn open(dir: &Path, ledger: &Ledger, working_set: Option<u64>) -> Result<Self> {
         // An explicit block cache, accounted for: without one, RocksDB makes a 32 MiB cache per
         // column family that its memory accounting does not report, and the blocks of every
         // file a compaction replaced stay in it until it is full (100 KB a cycle here, all of it
@@ -145,7 +162,7 @@ impl LongLivedDb {
         for token in [db.token(), opts.token(), cache.token()] {
             token.declare_shared();
         }
-        Ok(LongLivedDb { db, cache, _opts: opts })
+        Ok(LongLivedDb { db, cache, _opts: opts, working_set })
     }
 }
 
@@ -165,8 +182,9 @@ impl Lifecycle for LongLivedDb {
 
     fn work(&mut self, store: &mut LongLivedCycle, ctx: &CycleCtx<'_>) -> Result<()> {
         // A working set of 16 cycles' keys, overwritten in turn: compactions reclaim the old
-        // versions, so the files (and RocksDB's per-file state) stay bounded.
-        let c = ctx.cycle % 16;
+        // versions, so the files (and RocksDB's per-file state) stay bounded. Without one, they
+        // grow.
+        let c = self.working_set.map_or(ctx.cycle, |n| ctx.cycle % n);
         for i in 0..400 {
             store.batch.put(key(c, i), value(ctx.cycle, i, 256));
         }
@@ -722,12 +740,18 @@ fn setup<T>(r: Result<T>) -> std::result::Result<T, HarnessError> {
 }
 
 /// The catalog.
-pub const CLEAN_CATALOG: [CleanStore; 8] = [
+pub const CLEAN_CATALOG: [CleanStore; 9] = [
     CleanStore {
         name: "long-lived-db",
         description: "one DB open for the whole run (declared shared), flushing and compacting in the background",
         plan: "open.batch=3%,work.write=5%,work.scan=5%:panic,close.flush=5%",
         run: |dir, ledger, cfg| checked(&mut setup(LongLivedDb::new(dir, ledger))?, ledger, cfg),
+    },
+    CleanStore {
+        name: "growing-db",
+        description: "one DB open for the whole run, never overwriting a key: its data, files and table readers grow",
+        plan: "open.batch=3%,work.write=5%,work.scan=5%:panic,close.flush=5%",
+        run: |dir, ledger, cfg| checked(&mut setup(LongLivedDb::growing(dir, ledger))?, ledger, cfg),
     },
     CleanStore {
         name: "growing-reopened",

@@ -258,7 +258,11 @@ fn cell(column: &str, cycle: usize, get: &dyn Fn(&str) -> Option<f64>, unexplain
         "bookkeeping_bytes" => get("bookkeeping"),
         "rocksdb_mem_table_bytes" => rocksdb.map(|(u, _)| u),
         "rocksdb_cache_bytes" => rocksdb.map(|(_, c)| c),
-        "rocksdb_table_readers_bytes" | "rocksdb_cache_reserved_bytes" | "rocksdb_cache_over_capacity_bytes" => rocksdb.map(|_| 0.0),
+        "rocksdb_table_readers_bytes"
+        | "rocksdb_cache_reserved_bytes"
+        | "rocksdb_cache_over_capacity_bytes"
+        | "rocksdb_live_sst_files"
+        | "rocksdb_live_sst_bytes" => rocksdb.map(|_| 0.0),
         "rss_bytes" => get("rss"),
         "rss_anon_bytes" => get("resident").zip(get("rss_outside")).map(|(a, b)| a + b),
         "tcache_bytes" => get("tcache"),

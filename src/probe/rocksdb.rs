@@ -13,6 +13,9 @@ use crate::tracked::{TrackedCache, TrackedDb, TrackedWriteBufferManager};
 /// RocksDB's unit of cache reservation (`CacheReservationManager::kSizeDummyEntry`).
 const DUMMY_ENTRY_BYTES: u64 = 256 << 10;
 
+/// Reads one DB's live SST files: their count and bytes.
+type LiveFiles<'a> = Box<dyn Fn() -> Result<(u64, u64), rocksdb::Error> + 'a>;
+
 /// The live DBs, caches and write buffer managers whose memory RocksDB should account for. A cache
 /// shared by several of them counts once.
 ///
@@ -34,6 +37,8 @@ const DUMMY_ENTRY_BYTES: u64 = 256 << 10;
 /// ```
 pub struct MemoryConsumers<'a> {
     builder: MemoryUsageBuilder<'a>,
+    /// Each DB's live SST files: how many, and their bytes.
+    files: Vec<LiveFiles<'a>>,
     caches: Vec<&'a TrackedCache>,
     managers: Vec<&'a TrackedWriteBufferManager>,
 }
@@ -50,12 +55,16 @@ impl<'a> MemoryConsumers<'a> {
     /// # Errors
     /// RocksDB's error when its accounting object cannot be made.
     pub fn new() -> Result<Self, rocksdb::Error> {
-        Ok(MemoryConsumers { builder: MemoryUsageBuilder::new()?, caches: Vec::new(), managers: Vec::new() })
+        Ok(MemoryConsumers { builder: MemoryUsageBuilder::new()?, files: Vec::new(), caches: Vec::new(), managers: Vec::new() })
     }
 
     /// Adds a live DB (its memtables, table readers and the block caches of its column families).
     pub fn db<T: ThreadMode>(&mut self, db: &'a TrackedDb<T>) -> &mut Self {
         self.builder.add_db(db);
+        self.files.push(Box::new(move || {
+            let files = db.live_files()?;
+            Ok((files.len() as u64, files.iter().map(|f| f.size as u64).sum()))
+        }));
         self
     }
 
@@ -96,7 +105,15 @@ impl<'a> MemoryConsumers<'a> {
             over_capacity += real.saturating_sub(cache.capacity() as u64);
             reserved_total += reserved;
         }
+        let (mut live_sst_files, mut live_sst_bytes) = (0, 0);
+        for read in &self.files {
+            let (n, bytes) = read()?;
+            live_sst_files += n;
+            live_sst_bytes += bytes;
+        }
         Ok(RocksDbMemory {
+            live_sst_files,
+            live_sst_bytes,
             mem_table_total_bytes: usage.approximate_mem_table_total(),
             mem_table_unflushed_bytes: usage.approximate_mem_table_unflushed(),
             table_readers_total_bytes: usage.approximate_mem_table_readers_total(),

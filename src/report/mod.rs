@@ -395,7 +395,7 @@ pub fn prepare_dir(dir: &Path) -> Result<(), ReportError> {
 }
 
 /// The columns of the samples CSV, in order. Columns are only ever added at the end.
-pub const SAMPLES_COLUMNS: [&str; 24] = [
+pub const SAMPLES_COLUMNS: [&str; 26] = [
     "cycle",
     "monotonic_ns",
     "allocated_bytes",
@@ -420,6 +420,8 @@ pub const SAMPLES_COLUMNS: [&str; 24] = [
     "rocksdb_cache_reserved_bytes",
     "rocksdb_cache_over_capacity_bytes",
     "allocator_internal_bytes",
+    "rocksdb_live_sst_files",
+    "rocksdb_live_sst_bytes",
 ];
 
 /// The CSV of samples: one row per sampled cycle.
@@ -464,6 +466,8 @@ fn push_row(out: &mut String, c: &CycleSample) {
         o(r.map(|r| r.cache_reserved_bytes)),
         o(r.map(|r| r.cache_over_capacity_bytes)),
         o(s.jemalloc.map(|j| j.internal_bytes)),
+        o(r.map(|r| r.live_sst_files)),
+        o(r.map(|r| r.live_sst_bytes)),
     ];
     out.push_str(&row.join(","));
     out.push('\n');
@@ -563,6 +567,8 @@ pub fn parse_samples_csv(text: &str) -> Result<Vec<CycleSample>, ReportError> {
                 cache_total_bytes: u("rocksdb_cache_bytes")?.unwrap_or(0),
                 cache_reserved_bytes: u("rocksdb_cache_reserved_bytes")?.unwrap_or(0),
                 cache_over_capacity_bytes: u("rocksdb_cache_over_capacity_bytes")?.unwrap_or(0),
+                live_sst_files: u("rocksdb_live_sst_files")?.unwrap_or(0),
+                live_sst_bytes: u("rocksdb_live_sst_bytes")?.unwrap_or(0),
             }),
             None => None,
         };
@@ -741,6 +747,8 @@ mod tests {
             cache_total_bytes: 600_000,
             cache_reserved_bytes: 262_144,
             cache_over_capacity_bytes: 3,
+            live_sst_files: c % 7,
+            live_sst_bytes: 110_000 * (c % 7),
         };
         let process = ProcessStats {
             rss_bytes: Some(40 << 20),

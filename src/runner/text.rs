@@ -129,6 +129,13 @@ fn signal_notes(out: &mut String, r: &RunReport) {
                 BudgetFrom::Tolerance => "the tolerance per cycle times the span",
             }
         );
+        if ro.cache_rounding_bytes_per_cycle > 0.0 {
+            let _ = writeln!(
+                out,
+                "       of which {}/cycle is what a filling block cache's rounding allowance could hide over those cycles",
+                rate(ro.cache_rounding_bytes_per_cycle)
+            );
+        }
     }
     if r.signals.iter().any(|e| e.growth_below_budget && !e.informational) {
         let _ = writeln!(out, "warning: \"clean (grows)\": growth below the budget at the last look, yet growth (the interval lies above zero)");

@@ -5,10 +5,10 @@ use std::collections::BTreeMap;
 use super::attribution::Firings;
 use super::exact::ExactSeries;
 use super::floors::Floors;
-use super::growth::{self, GrowthRule};
+use super::growth::{self, Growth, GrowthRule};
 use super::model::{Estimate, Retention, SignalVerdict};
 use super::{aggregate, AnalysisConfig, BaselineReturn, CycleSample, Evidence, LeakRate, RulesOut, RunVerdict, Verdict};
-use crate::probe::Sample;
+use crate::probe::{Sample, LIVE_FILE_BYTES, TABLE_READER_SHARE};
 use crate::signal::{Signal, SignalId};
 
 /// Which look a verdict is: its index (each gets its part of the false-positive rate,
@@ -81,7 +81,8 @@ fn value(signal: Signal, s: &Sample) -> Option<f64> {
         Signal::RssAnonBytes => f(p.rss_anon_bytes),
         Signal::RssAnonOutsideJemallocBytes => Some(f(p.rss_anon_bytes)? - resident?),
         Signal::RssBytes => f(p.rss_bytes),
-        Signal::OpenFds => f(p.open_fds),
+        // A DB kept open holds a descriptor per live SST file: the store's data, not a leak.
+        Signal::OpenFds => Some(f(p.open_fds)? - s.rocksdb.map_or(0.0, |m| m.live_sst_files as f64)),
         Signal::OpenFdsOutsideDir => Some(f(p.open_fds)? - f(p.open_fds_under_dir)?),
         Signal::Maps => f(p.maps),
         Signal::FileMaps => f(p.file_maps),
@@ -114,6 +115,13 @@ pub struct Analysis {
     firings: Firings,
     baseline: Option<Sample>,
     last: Option<Sample>,
+    /// The caches' rounding allowance ([`crate::probe::RocksDbMemory::cache_rounding_bytes`]),
+    /// and its latest value: what a filling cache's rounding can hide.
+    cache_rounding: Floors,
+    last_cache_rounding: Option<f64>,
+    /// The live SST files of the DBs kept open, and their bytes: the store's data.
+    live_files: Floors,
+    live_sst_bytes: Floors,
     /// The statistical verdicts of the last look, and its cycles.
     memo: Option<(u64, Vec<SignalVerdict>)>,
     last_cycle: Option<u64>,
@@ -133,6 +141,10 @@ impl Analysis {
             firings: Firings::default(),
             baseline: None,
             last: None,
+            cache_rounding: Floors::default(),
+            last_cache_rounding: None,
+            live_files: Floors::default(),
+            live_sst_bytes: Floors::default(),
             memo: None,
             last_cycle: None,
         }
@@ -167,6 +179,13 @@ impl Analysis {
             }
             if let Some(level) = value(Signal::UnexplainedBytes, s) {
                 self.firings.level(c.cycle, level);
+            }
+            if let Some(m) = &s.rocksdb {
+                let rounding = m.cache_rounding_bytes() as f64;
+                self.cache_rounding.push(c.cycle, rounding);
+                self.last_cache_rounding = Some(rounding);
+                self.live_files.push(c.cycle, m.live_sst_files as f64);
+                self.live_sst_bytes.push(c.cycle, m.live_sst_bytes as f64);
             }
         }
         let expect = |f: &dyn Fn(&Sample) -> Option<u64>| self.baseline.as_ref().and_then(f).unwrap_or(0) as f64;
@@ -241,6 +260,19 @@ impl Analysis {
         self.assemble(statistical, Look::interim(index), at)
     }
 
+    /// Per cycle over the later part, what the caches' rounding allowance grew by: the unexplained
+    /// bytes subtract the most the allocator can round cached entries up to, so while a cache
+    /// fills up to that much of a leak can hide in what was subtracted beyond the true rounding.
+    /// Nothing once the caches are full (or without RocksDB's figures, or for the allocated bytes,
+    /// which subtract nothing).
+    fn cache_rounding_hidden(&self, g: &Growth, signal: Signal) -> f64 {
+        if signal != Signal::UnexplainedBytes {
+            return 0.0;
+        }
+        let grown = self.last_cache_rounding.zip(self.cache_rounding.lowest_from(g.from_cycle)).map_or(0.0, |(l, low)| l - low);
+        grown.max(0.0) / g.cycles().max(1) as f64
+    }
+
     fn assemble(&self, mut signals: Vec<SignalVerdict>, look: Look, judged_at: Option<u64>) -> RunVerdict {
         let rate_signal = if self.series.contains_key(&Signal::UnexplainedBytes) { Signal::UnexplainedBytes } else { Signal::AllocatedBytes };
         let rate = signals.iter().find(|s| s.family() == rate_signal).cloned();
@@ -253,14 +285,18 @@ impl Analysis {
             bytes_per_instance: e.value / instances as f64,
             instances_per_cycle: instances,
         });
-        let rules_out = rate.as_ref().and_then(|r| Some((r.rules_out_per_cycle()?, r.growth?))).map(|(per_cycle, g)| RulesOut {
-            signal: rate_signal.into(),
-            bytes_per_cycle: per_cycle,
-            bytes_per_instance: per_cycle / instances as f64,
-            from_cycle: g.from_cycle,
-            to_cycle: g.to_cycle,
-            budget_bytes: g.budget,
-            budget_from: g.budget_from,
+        let rules_out = rate.as_ref().and_then(|r| Some((r.rules_out_per_cycle()?, r.growth?))).map(|(upper, g)| {
+            let hidden = self.cache_rounding_hidden(&g, rate_signal);
+            RulesOut {
+                signal: rate_signal.into(),
+                bytes_per_cycle: upper + hidden,
+                bytes_per_instance: (upper + hidden) / instances as f64,
+                from_cycle: g.from_cycle,
+                to_cycle: g.to_cycle,
+                budget_bytes: g.budget,
+                budget_from: g.budget_from,
+                cache_rounding_bytes_per_cycle: hidden,
+            }
         });
         let baseline_return = match (&self.baseline, &self.last) {
             (Some(b), Some(l)) => Some(BaselineReturn::judge(b, l, self.cfg.baseline_tolerance_bytes)),
@@ -271,6 +307,40 @@ impl Analysis {
             verdict = verdict.worst(b.verdict);
         }
         RunVerdict { verdict, signals, leak_rate, rules_out, baseline_return, bytes_unavailable: None, judged_at_cycles: judged_at }
+    }
+
+    /// What the live SST files of the DBs kept open may add to `signal` from cycle `from` to the
+    /// last: their gain over it at the bounds of what a file takes (one map, at most
+    /// [`LIVE_FILE_BYTES`] beyond RocksDB's accounting, table readers of at most
+    /// [`TABLE_READER_SHARE`] of the file's bytes). The gain is the floor of the last eighth of
+    /// the part less the floor of its first eighth, scaled to the whole part (a steady gain is
+    /// then its whole gain): files a compaction merges away give back what they took, so a
+    /// bounded set of files gains nothing.
+    fn data_allowance(&self, signal: Signal, from: u64) -> f64 {
+        let Some((_, to)) = self.live_files.span() else {
+            return 0.0;
+        };
+        let eighth = to.saturating_sub(from) / 8;
+        let scale = to.saturating_sub(from) as f64 / to.saturating_sub(from + eighth).max(1) as f64;
+        let gain = |f: &Floors| match (f.lowest_between(from, from + eighth), f.lowest_between(to - eighth, to)) {
+            (Some(a), Some(b)) => (b - a).max(0.0) * scale,
+            _ => 0.0,
+        };
+        let (files, bytes) = (gain(&self.live_files), gain(&self.live_sst_bytes));
+        let readers = bytes * TABLE_READER_SHARE;
+        match signal {
+            Signal::UnexplainedBytes => files * LIVE_FILE_BYTES,
+            Signal::RocksdbExplainedBytes => readers,
+            Signal::AllocatedBytes
+            | Signal::ExplainedBytes
+            | Signal::ResidentBytes
+            | Signal::RssAnonBytes
+            | Signal::RssAnonOutsideJemallocBytes
+            | Signal::RssBytes => files * LIVE_FILE_BYTES + readers,
+            // Open fds are judged less the live files (one descriptor each).
+            Signal::Maps | Signal::FileMaps => files,
+            _ => 0.0,
+        }
     }
 
     /// The rule and evidence floor of a statistical signal at a look.
@@ -320,7 +390,7 @@ impl Analysis {
             .filter_map(|&signal| {
                 let floors = self.series.get(&signal)?;
                 let (rule, evidence) = self.rule(signal, look);
-                let j = growth::judge(floors, &rule, evidence, look.last);
+                let j = growth::judge(floors, &rule, evidence, look.last, &|from| self.data_allowance(signal, from));
                 let mut v = SignalVerdict::undecided(signal.into(), super::Rule::Growth(rule));
                 v.verdict = j.verdict;
                 v.cycles = floors.samples() as usize;

@@ -96,6 +96,19 @@ impl Floors {
             .collect()
     }
 
+    /// The lowest value pushed at or after `cycle` (to the kept resolution: a merged block counts
+    /// when its floor is there).
+    pub(crate) fn lowest_from(&self, cycle: u64) -> Option<f64> {
+        self.lowest_between(cycle, u64::MAX)
+    }
+
+    /// The lowest value pushed from cycle `from` to `to`, both included (to the kept resolution:
+    /// a merged block counts when its floor is there).
+    pub(crate) fn lowest_between(&self, from: u64, to: u64) -> Option<f64> {
+        let open = self.open.map(|(f, _)| f);
+        self.full.iter().chain(open.iter()).filter(|f| (from..=to).contains(&f.cycle)).map(|f| f.value).reduce(f64::min)
+    }
+
     /// The block size the analysis uses: up to `preferred` samples, smaller while that would
     /// leave fewer than `min_floors` floors (a short or sparsely sampled run).
     pub(crate) fn analysis_block(&self, preferred: usize, min_floors: u64) -> usize {

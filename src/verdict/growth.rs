@@ -100,6 +100,11 @@ pub struct Growth {
     /// Growth still shows in the last quarter of the judged cycles.
     #[serde(default)]
     pub still_growing: bool,
+    /// Part of `budget`: what the store's data may add over the later part (the live SST files
+    /// a DB kept open gained, at their bounds: [`crate::probe::LIVE_FILE_BYTES`] and
+    /// [`crate::probe::TABLE_READER_SHARE`]; one fd or map per file).
+    #[serde(default)]
+    pub data_allowance: f64,
 }
 
 impl Growth {
@@ -168,7 +173,10 @@ impl GrowthJudgement {
 
 /// Judges `floors` by `rule` (see the module's docs). `last_look`: no later look will come, so
 /// growth evidenced below the budget is clean (with [`GrowthJudgement::growth_below_budget`]).
-pub(crate) fn judge(floors: &Floors, rule: &GrowthRule, evidence: Evidence, last_look: bool) -> GrowthJudgement {
+///
+/// `data` is what the store's data may legitimately add over the later part that starts at the
+/// cycle given (live files of a DB kept open, in the signal's unit): it adds to the budget.
+pub(crate) fn judge(floors: &Floors, rule: &GrowthRule, evidence: Evidence, last_look: bool, data: &dyn Fn(u64) -> f64) -> GrowthJudgement {
     let Some((w, t)) = floors.span() else {
         return GrowthJudgement::undecided(evidence.min_cycles);
     };
@@ -183,7 +191,7 @@ pub(crate) fn judge(floors: &Floors, rule: &GrowthRule, evidence: Evidence, last
     if fl.len() < 16 {
         return GrowthJudgement::undecided(span.max(1));
     }
-    Series::new(fl, w as f64, t as f64, rule).judge(last_look)
+    Series::new(fl, w as f64, t as f64, rule).judge(last_look, data)
 }
 
 /// The floors of one look, with the later part's bounds.
@@ -211,11 +219,14 @@ impl<'a> Series<'a> {
         }
     }
 
-    fn judge(mut self, last_look: bool) -> GrowthJudgement {
+    fn judge(mut self, last_look: bool, data: &dyn Fn(u64) -> f64) -> GrowthJudgement {
         let span = self.t - self.mid;
         let (budget, budget_from) = self.rule.budget_over(span);
+        let data_allowance = data(self.mid.ceil() as u64).max(0.0);
         let mut steps: Vec<f64> = self.y.windows(2).map(|p| p[1] - p[0]).collect();
-        let floor = if self.rule.counts { 0.5 } else { budget };
+        // A step the store's data could have taken (its allowance over the later part) is growth
+        // of the data, not a jump.
+        let floor = if self.rule.counts { 0.5 } else { budget } + data_allowance;
         let threshold = floor.max(JUMP_NOISE * robust_variance(&steps).sqrt());
         // A steady leak moves every floor by as much: a jump stands out from the typical step.
         let typical = median(&mut steps);
@@ -247,6 +258,8 @@ impl<'a> Series<'a> {
         let (growth, lower, upper) = (later.0 + jumps.in_later, later.1 + jumps.in_later, later.2 + jumps.in_later);
         let still_growing = last.1 > 0.0 || jumps.in_last_quarter > 0;
         let retired = jumps.last_rise.is_none_or(|at| self.t - at >= RETIRE_FACTOR * (at - self.w));
+        // What the store's data may add is allowed on top of the budget.
+        let budget = budget + data_allowance;
         let leak = lower - jumps.single_rise > budget && still_growing;
         // Growth is evidenced when the lower bound is above zero, or would be but for one drop
         // that is most of what the later part released (memory returned once, a leak going on
@@ -259,7 +272,7 @@ impl<'a> Series<'a> {
         // At the last look no later one can narrow the interval: growth the run could not bound
         // by the total budget is clean when the per-cycle tolerance bounds it, and the verdict
         // says so (`budget_from` tolerance, and what it rules out, larger).
-        let by_tolerance = self.rule.tolerance_per_cycle * span;
+        let by_tolerance = self.rule.tolerance_per_cycle * span + data_allowance;
         let (budget, budget_from) =
             if last_look && !leak && upper >= budget && upper < by_tolerance { (by_tolerance, BudgetFrom::Tolerance) } else { (budget, budget_from) };
         let clean = upper < budget && retired && !pending && (!evidenced || last_look);
@@ -280,6 +293,7 @@ impl<'a> Series<'a> {
             budget_from,
             jumps: jumps.rises_in_later,
             still_growing,
+            data_allowance,
         };
         let more_cycles_needed = (verdict == Verdict::Inconclusive).then(|| {
             let to_retire = jumps.last_rise.map_or(0.0, |at| RETIRE_FACTOR * (at - self.w) - (self.t - at)).max(0.0);
@@ -529,7 +543,7 @@ mod tests {
     }
 
     fn judged(f: impl Fn(u64) -> f64, cycles: u64, last: bool) -> GrowthJudgement {
-        judge(&floors((20..cycles).map(|c| (c, f(c)))), &RULE, Evidence::default(), last)
+        judge(&floors((20..cycles).map(|c| (c, f(c)))), &RULE, Evidence::default(), last, &|_| 0.0)
     }
 
     #[test]

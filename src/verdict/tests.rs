@@ -53,6 +53,22 @@ fn a_cache_filling_below_capacity_is_not_a_leak() {
     assert_eq!(verdict_of(&clean, Signal::UnexplainedBytes), Some(Verdict::Clean), "{clean:?}");
     assert_eq!(verdict_of(&clean, Signal::RocksdbExplainedBytes), Some(Verdict::Clean), "the cache is bounded");
     assert_eq!(clean.verdict, Verdict::Clean);
+    // What it rules out counts what the allowance could hide: a quarter of 2,000 B/cycle.
+    let r = clean.rules_out.expect("rules out");
+    assert!((r.cache_rounding_bytes_per_cycle - 500.0).abs() < 10.0, "{r:?}");
+    assert!(r.bytes_per_cycle >= r.cache_rounding_bytes_per_cycle, "{r:?}");
+    // A full cache hides nothing.
+    let full = analyze(
+        &series(200, |_| {
+            let mut s = sample(10_000_000 + 400_000 + 80_000, None);
+            s.rocksdb = Some(RocksDbMemory { cache_total_bytes: 400_000, ..Default::default() });
+            s
+        }),
+        None,
+        None,
+        &cfg,
+    );
+    assert_eq!(full.rules_out.as_ref().map(|r| r.cache_rounding_bytes_per_cycle), Some(0.0), "{full:?}");
     let leaking = run(1_000);
     assert_eq!(leaking.verdict, Verdict::Leak, "{leaking:?}");
     assert_eq!(leaking.leak_rate.map(|r| r.signal), Some(Signal::UnexplainedBytes.into()));
@@ -184,4 +200,37 @@ fn a_slow_fd_leak_outside_the_directory_is_found() {
     };
     assert_eq!(verdict_of(&v, Signal::OpenFdsOutsideDir), Some(Verdict::Leak), "at {end}: {v:?}");
     assert!(end < 800, "decided at {end}");
+}
+
+/// A DB kept open whose data grows: a file a cycle, each taking 3.5 KB beyond RocksDB's accounting
+/// and 3 KB of table readers, a descriptor each. Clean (its growth within what the files may
+/// take, what it rules out said); a leak beside a bounded set of files is still found.
+#[test]
+fn growth_with_the_live_files_of_a_db_kept_open_is_clean() {
+    let cfg = AnalysisConfig::default();
+    let with_files = |leak: u64, files: &dyn Fn(u64) -> u64| {
+        series(800, |c| {
+            let n = files(c);
+            let readers = 3_000 * n;
+            let mut s = sample(10_000_000 + 3_500 * n + readers + leak * c, None);
+            s.rocksdb = Some(RocksDbMemory {
+                table_readers_total_bytes: readers,
+                live_sst_files: n,
+                live_sst_bytes: 110_000 * n,
+                ..Default::default()
+            });
+            s.process.open_fds = Some(10 + n);
+            s.process.open_fds_under_dir = None;
+            s
+        })
+    };
+    let growing = analyze(&with_files(0, &|c| c), None, None, &cfg);
+    assert_eq!(growing.verdict, Verdict::Clean, "{growing:?}");
+    let g = growing.signal(Signal::UnexplainedBytes).and_then(|s| s.growth).expect("judged");
+    assert!(g.data_allowance > 8_000.0 * 380.0, "{g:?}");
+    let r = growing.rules_out.expect("rules out");
+    assert!((3_000.0..4_000.0).contains(&r.bytes_per_cycle), "the growth's upper bound: {r:?}");
+    // Files that come and go (compactions) allow nothing: a leak of 200 B a cycle beside them.
+    let bounded = analyze(&with_files(200, &|c| 20 + c % 5), None, None, &cfg);
+    assert_eq!(verdict_of(&bounded, Signal::UnexplainedBytes), Some(Verdict::Leak), "{bounded:?}");
 }
