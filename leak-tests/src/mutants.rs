@@ -428,8 +428,14 @@ pub fn run_mutant(m: &Mutant, dir: &Path, cycles: u64) -> Result<MutantOutcome, 
         }
         ControlFlow::Continue(())
     })?;
+    // A run as check runs has its statistical verdict from check's looks: the cycles it was
+    // judged after (the observer's looks above come every 10 cycles from the start).
+    let judged_after = (m.run_as == RunAs::Check).then_some(report.verdict.judged_at_cycles).flatten();
     let first_cycle = leaking(&report.verdict)
-        .filter_map(|s| s.residue.and_then(|r| r.first_cycle).map(|c| c as u64).or_else(|| first_statistical.get(&s.signal).copied()))
+        .filter_map(|s| {
+            let statistical = || judged_after.map(|c| c.saturating_sub(1)).or_else(|| first_statistical.get(&s.signal).copied());
+            s.residue.and_then(|r| r.first_cycle).map(|c| c as u64).or_else(statistical)
+        })
         .min();
     let names: BTreeSet<String> = leaking(&report.verdict).map(|s| s.signal.to_string()).collect();
     let classes: BTreeSet<Class> = leaking(&report.verdict).map(|s| s.class()).collect();
