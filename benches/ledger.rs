@@ -62,12 +62,26 @@ fn open_close(c: &mut Criterion) {
     let mut group = c.benchmark_group("open_close_2cf");
     group.sample_size(40);
     group.bench_function("raw", |b| {
-        b.iter_batched(fresh_dir, |dir| { raw_open_close(dir.path()); dir }, BatchSize::PerIteration)
+        b.iter_batched(
+            fresh_dir,
+            |dir| {
+                raw_open_close(dir.path());
+                dir
+            },
+            BatchSize::PerIteration,
+        )
     });
     for depth in DEPTHS {
         let ledger = Ledger::with_depth(depth);
         group.bench_function(depth.name(), |b| {
-            b.iter_batched(fresh_dir, |dir| { tracked_open_close(&ledger, dir.path()); dir }, BatchSize::PerIteration)
+            b.iter_batched(
+                fresh_dir,
+                |dir| {
+                    tracked_open_close(&ledger, dir.path());
+                    dir
+                },
+                BatchSize::PerIteration,
+            )
         });
         assert_eq!(ledger.live_total(), 0, "the benchmark itself leaked");
     }

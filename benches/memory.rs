@@ -9,9 +9,9 @@ use std::time::Duration;
 
 use criterion::measurement::Measurement;
 use criterion::{BenchmarkGroup, Criterion};
+use leak_tests::reference::{ReferenceConfig, ReferenceStore};
 use leakcheck::bench::{AllocatedBytes, RetainedBytes, RetainedHandles};
 use leakcheck::fault::Faults;
-use leak_tests::reference::{ReferenceConfig, ReferenceStore};
 use leakcheck::tracked::{TrackedCfDescriptor, TrackedDb, TrackedOptions};
 use leakcheck::{CycleCtx, Depth, Ledger, Lifecycle};
 use rocksdb::SingleThreaded;

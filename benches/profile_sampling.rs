@@ -42,7 +42,10 @@ fn main() {
     let from = number(1, 0, "FROM (the first rung of the cycle ladder)");
     let tolerance = Tolerances::default().allocated_bytes_per_cycle;
     println!("planted C allocation per cycle, fresh-DB loop, one sample per 2^{lg} bytes, {RUNS} runs per row");
-    println!("{:>8} {:>7} {:>7} {:>14} {:>14} {:>9}", "leak", "cycles", "named", "est. B/cycle", "lower B/cycle", "s/run");
+    println!(
+        "{:>8} {:>7} {:>7} {:>14} {:>14} {:>9}",
+        "leak", "cycles", "named", "est. B/cycle", "lower B/cycle", "s/run"
+    );
     for size in SIZES {
         for cycles in LADDER.into_iter().filter(|c| *c >= from) {
             let mut named = 0;
@@ -83,7 +86,13 @@ fn run(size: usize, cycles: u64, lg: u32, tolerance: f64) -> (bool, f64, f64) {
     };
     let ledger = Ledger::new();
     let mut store = PlantedMalloc::new(FreshDbLoop::new(dir.path(), 10), size, cycles);
-    let outcome = match leakcheck::check(&mut store, &ledger).cycles(cycles).max_cycles(cycles).faults("none").profile(lg).run() {
+    let outcome = match leakcheck::check(&mut store, &ledger)
+        .cycles(cycles)
+        .max_cycles(cycles)
+        .faults("none")
+        .profile(lg)
+        .run()
+    {
         Ok(o) => o,
         Err(e) => {
             eprintln!("profile_sampling: {e}");
@@ -92,7 +101,11 @@ fn run(size: usize, cycles: u64, lg: u32, tolerance: f64) -> (bool, f64, f64) {
     };
     let stack = outcome.report.heap_stack_naming("PlantedMalloc", 3);
     match stack {
-        Some(g) => (g.unexplained_lower_bytes_per_cycle() > tolerance, g.unexplained_bytes_per_cycle(), g.unexplained_lower_bytes_per_cycle()),
+        Some(g) => (
+            g.unexplained_lower_bytes_per_cycle() > tolerance,
+            g.unexplained_bytes_per_cycle(),
+            g.unexplained_lower_bytes_per_cycle(),
+        ),
         None => (false, 0.0, 0.0),
     }
 }

@@ -56,7 +56,8 @@ fn tenths(samples: &Path) -> Result<(f64, f64), String> {
         return Err(format!("{n} samples: too few for tenths"));
     }
     let rate = |a: (f64, f64), b: (f64, f64)| (b.1 - a.1) / 1e6 / (b.0 - a.0);
-    let each: Vec<String> = (0..10).map(|k| format!("{:.3}", rate(rows[k * (n - 1) / 10], rows[(k + 1) * (n - 1) / 10]))).collect();
+    let each: Vec<String> =
+        (0..10).map(|k| format!("{:.3}", rate(rows[k * (n - 1) / 10], rows[(k + 1) * (n - 1) / 10]))).collect();
     println!("soak_cost: ms/cycle by tenth: {}", each.join(" "));
     Ok((rate(rows[0], rows[n / 10]), rate(rows[n - 1 - n / 10], rows[n - 1])))
 }

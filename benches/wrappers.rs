@@ -39,7 +39,12 @@ fn fill(db: &rocksdb::DB) {
 type Op<'a> = Box<dyn FnMut() + 'a>;
 
 /// The operations, raw and tracked, on DBs kept open for the whole run (but open/close).
-fn ops<'a>(ledger: &'a Ledger, dir: &'a Path, raw: &'a rocksdb::DB, tracked: &'a TrackedDb<SingleThreaded>) -> Vec<(&'static str, Op<'a>, Op<'a>)> {
+fn ops<'a>(
+    ledger: &'a Ledger,
+    dir: &'a Path,
+    raw: &'a rocksdb::DB,
+    tracked: &'a TrackedDb<SingleThreaded>,
+) -> Vec<(&'static str, Op<'a>, Op<'a>)> {
     let mut n = 0u64;
     let mut m = 0u64;
     let wo = TrackedWriteOptions::new(ledger);
@@ -76,7 +81,9 @@ fn ops<'a>(ledger: &'a Ledger, dir: &'a Path, raw: &'a rocksdb::DB, tracked: &'a
                 std::hint::black_box(raw.iterator(IteratorMode::Start).take(100).count());
             }),
             Box::new(move || {
-                std::hint::black_box(tracked.iterator_opt(IteratorMode::Start, TrackedReadOptions::new(ledger)).take(100).count());
+                std::hint::black_box(
+                    tracked.iterator_opt(IteratorMode::Start, TrackedReadOptions::new(ledger)).take(100).count(),
+                );
             }),
         ),
         (

@@ -180,7 +180,11 @@ impl FaultPlan {
 }
 
 fn parse_spec(point: &str, spec: &str) -> Result<FaultSpec, FaultPlanError> {
-    let bad = |reason: &str| FaultPlanError::BadSpec { point: point.to_string(), spec: spec.to_string(), reason: reason.to_string() };
+    let bad = |reason: &str| FaultPlanError::BadSpec {
+        point: point.to_string(),
+        spec: spec.to_string(),
+        reason: reason.to_string(),
+    };
     let (when, action) = match spec.rsplit_once(':') {
         Some((w, "panic")) => (w, FaultAction::Panic),
         Some((w, "error")) => (w, FaultAction::Error),
@@ -205,7 +209,9 @@ fn parse_spec(point: &str, spec: &str) -> Result<FaultSpec, FaultPlanError> {
         w => match w.split_once(':') {
             Some(("nth", n)) => Trigger::Nth(count(n)?),
             Some(("every", n)) => Trigger::Every(count(n)?),
-            _ => return Err(bad("expected off, always, nth:N, every:N or P%, optionally followed by :error or :panic")),
+            _ => {
+                return Err(bad("expected off, always, nth:N, every:N or P%, optionally followed by :error or :panic"))
+            }
         },
     };
     Ok(FaultSpec { trigger, action })
@@ -364,7 +370,11 @@ impl Faults {
                             *n
                         };
                         let cycle = inner.cycle.load(Ordering::Relaxed);
-                        mix64(state.base ^ mix64(path.wrapping_add(n.wrapping_mul(GOLDEN))) ^ mix64(cycle.wrapping_add(GOLDEN)))
+                        mix64(
+                            state.base
+                                ^ mix64(path.wrapping_add(n.wrapping_mul(GOLDEN)))
+                                ^ mix64(cycle.wrapping_add(GOLDEN)),
+                        )
                     }
                     None => {
                         let mut s = lock(&state.rng);
@@ -442,9 +452,11 @@ pub fn matrix_plans(points: &BTreeSet<String>) -> Vec<FaultPlan> {
     let list: Vec<&String> = points.iter().collect();
     for (i, a) in list.iter().enumerate() {
         for b in &list[i + 1..] {
-            plans.push(
-                FaultPlan::none().with(a, Trigger::Always, FaultAction::Error).with(b, Trigger::Always, FaultAction::Error),
-            );
+            plans.push(FaultPlan::none().with(a, Trigger::Always, FaultAction::Error).with(
+                b,
+                Trigger::Always,
+                FaultAction::Error,
+            ));
         }
     }
     plans
@@ -456,8 +468,10 @@ mod tests {
 
     #[test]
     fn parses_every_spelling_and_prints_it_back() {
-        let plan = FaultPlan::parse("close.marker=10%, open.db=nth:2 ,work.write=every:5,work.scan=nth:1:panic,x=off,y=always:error")
-            .expect("parse");
+        let plan = FaultPlan::parse(
+            "close.marker=10%, open.db=nth:2 ,work.write=every:5,work.scan=nth:1:panic,x=off,y=always:error",
+        )
+        .expect("parse");
         let text = plan.to_string();
         assert_eq!(FaultPlan::parse(&text).expect("reparse"), plan);
         assert!(text.contains("work.scan=nth:1:panic") && text.contains("close.marker=10%"), "{text}");
@@ -476,7 +490,8 @@ mod tests {
             let err = FaultPlan::parse(text).expect_err(text).to_string();
             assert!(err.contains(needle), "{text}: {err}");
         }
-        let err = FaultPlan::parse("close.mraker=always").expect("parse").validate(&["close.marker"]).expect_err("unknown");
+        let err =
+            FaultPlan::parse("close.mraker=always").expect("parse").validate(&["close.marker"]).expect_err("unknown");
         assert!(err.to_string().contains("close.mraker") && err.to_string().contains("close.marker"));
     }
 
@@ -526,9 +541,8 @@ mod tests {
         let g = Faults::new(&plan, 7);
         g.set_cycle(3);
         let g2 = g.clone();
-        let (there, other_task) = std::thread::spawn(move || (attempts(&g2, "task 0_0"), attempts(&g2, "task 0_1")))
-            .join()
-            .expect("thread");
+        let (there, other_task) =
+            std::thread::spawn(move || (attempts(&g2, "task 0_0"), attempts(&g2, "task 0_1"))).join().expect("thread");
         assert_eq!(here, there, "same seed, cycle and path on another thread");
         assert_ne!(here, other_task, "another path draws otherwise");
 
@@ -552,7 +566,10 @@ mod tests {
         f.check("open.db");
         f.check("open.db");
         f.check("close.marker");
-        assert_eq!(f.passed().into_iter().collect::<Vec<_>>(), [("close.marker".to_string(), 1), ("open.db".to_string(), 2)]);
+        assert_eq!(
+            f.passed().into_iter().collect::<Vec<_>>(),
+            [("close.marker".to_string(), 1), ("open.db".to_string(), 2)]
+        );
         assert!(Faults::none().check("x").is_none());
     }
 

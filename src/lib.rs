@@ -68,12 +68,12 @@ mod sys;
 pub mod tracked;
 pub mod verdict;
 
+pub use harness::{CycleCtx, Harness, HarnessConfig, HarnessReport, Integrity, Lifecycle, StoreInfo};
 pub use ledger::{
-    current_owner, owner_scope, CloseResult, Depth, HandleKind, Hold, LeakError, LeakGuard, LeakReport,
-    Ledger, Settle, Token,
+    current_owner, owner_scope, CloseResult, Depth, HandleKind, Hold, LeakError, LeakGuard, LeakReport, Ledger, Settle,
+    Token,
 };
 pub use probe::{Probe, Sample};
-pub use harness::{CycleCtx, Harness, HarnessConfig, HarnessReport, Integrity, Lifecycle, StoreInfo};
 pub use runner::check;
 pub use signal::{Class, Signal, SignalId};
 pub use verdict::{SignalVerdict, Verdict};

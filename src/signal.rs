@@ -187,7 +187,9 @@ impl Signal {
             // maps extents, RocksDB starts threads, on their own schedules.
             Signal::ResidentBytes => spec("resident_bytes", "B", Bytes, Corroborates, Single),
             Signal::RssAnonBytes => spec("rss_anon_bytes", "B", Bytes, Corroborates, Single),
-            Signal::RssAnonOutsideJemallocBytes => spec("rss_anon_outside_jemalloc_bytes", "B", Bytes, Corroborates, Single),
+            Signal::RssAnonOutsideJemallocBytes => {
+                spec("rss_anon_outside_jemalloc_bytes", "B", Bytes, Corroborates, Single)
+            }
             Signal::RssBytes => spec("rss_bytes", "B", Bytes, Corroborates, Single),
             Signal::OpenFds => spec("open_fds", "fds", Fds, Corroborates, Single),
             Signal::OpenFdsOutsideDir => spec("open_fds_outside_dir", "fds", Fds, Corroborates, Single),
@@ -318,7 +320,9 @@ impl std::str::FromStr for SignalId {
             .into_iter()
             .find_map(|s| match name.strip_prefix(s.name()) {
                 Some("") if !s.is_family() => Some(SignalId::from(s)),
-                Some(rest) if s.is_family() && rest.len() > 1 && rest.starts_with('.') => Some(SignalId::member(s, &rest[1..])),
+                Some(rest) if s.is_family() && rest.len() > 1 && rest.starts_with('.') => {
+                    Some(SignalId::member(s, &rest[1..]))
+                }
                 _ => None,
             })
             .ok_or_else(|| UnknownSignal(name.to_string()))
@@ -354,7 +358,8 @@ mod tests {
         assert_eq!(Signal::of_name("bytes_per_firing.close.flush"), Some(Signal::BytesPerFiring));
         assert_eq!(Signal::of_name("rss"), None);
         assert_eq!(Signal::UnsharedCachesOpen.class(), Class::Handles);
-        let names: std::collections::BTreeSet<String> = Signal::ALL.iter().map(|s| SignalId::member(*s, "x").to_string()).collect();
+        let names: std::collections::BTreeSet<String> =
+            Signal::ALL.iter().map(|s| SignalId::member(*s, "x").to_string()).collect();
         assert_eq!(names.len(), Signal::ALL.len(), "every name is its own");
     }
 }

@@ -12,7 +12,9 @@ fn main() {
             let mut lines = text.lines();
             while let Some(line) = lines.next() {
                 if line == "name = \"rocksdb\"" {
-                    if let Some(v) = lines.next().and_then(|l| l.strip_prefix("version = \"")).and_then(|v| v.strip_suffix('"')) {
+                    if let Some(v) =
+                        lines.next().and_then(|l| l.strip_prefix("version = \"")).and_then(|v| v.strip_suffix('"'))
+                    {
                         version = v.to_string();
                     }
                     break;

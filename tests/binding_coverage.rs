@@ -231,17 +231,23 @@ fn functions(text: &str, file: &str) -> Vec<Func> {
                     // Visibility: the words before `fn` on its line.
                     let line_start = text[..j].rfind('\n').map_or(0, |p| p + 1);
                     let before = text[line_start..j].trim();
-                    let public = trait_impl || before.starts_with("pub ") || before == "pub" || before.starts_with("pub unsafe") || before.starts_with("pub const");
+                    let public = trait_impl
+                        || before.starts_with("pub ")
+                        || before == "pub"
+                        || before.starts_with("pub unsafe")
+                        || before.starts_with("pub const");
                     let restricted = before.starts_with("pub(");
                     let sig_end = text[j..close].find(['{', ';']).map_or(close, |p| j + p);
                     let sig = &text[j + 2..sig_end];
-                    let name: String = sig.trim_start().chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+                    let name: String =
+                        sig.trim_start().chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
                     if public && !restricted && !name.is_empty() {
                         let params = sig.find('(').map_or("", |p| &sig[p..]);
                         let params_end = params.find(')').map_or(params.len(), |p| p);
                         let first = params[..params_end].trim_start_matches('(').split(',').next().unwrap_or("").trim();
                         let by_ref_self = first.starts_with('&') && first.ends_with("self");
-                        let by_value_self = !by_ref_self && (first == "self" || first == "mut self" || first.starts_with("self:"));
+                        let by_value_self =
+                            !by_ref_self && (first == "self" || first == "mut self" || first.starts_with("self:"));
                         let ret = sig
                             .find("->")
                             .map(|p| {
@@ -402,7 +408,8 @@ impl Types {
 }
 
 fn rust_files(dir: &Path, out: &mut Vec<(String, String)>) {
-    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir).expect("read_dir").map(|e| e.expect("entry").path()).collect();
+    let mut entries: Vec<PathBuf> =
+        std::fs::read_dir(dir).expect("read_dir").map(|e| e.expect("entry").path()).collect();
     entries.sort();
     for p in entries {
         if p.is_dir() {
@@ -421,7 +428,9 @@ fn binding_source() -> PathBuf {
     let version = lock
         .split("[[package]]")
         .find(|p| p.contains("name = \"rocksdb\"\n"))
-        .and_then(|p| p.lines().find_map(|l| l.strip_prefix("version = \"")).map(|v| v.trim_end_matches('"').to_string()))
+        .and_then(|p| {
+            p.lines().find_map(|l| l.strip_prefix("version = \"")).map(|v| v.trim_end_matches('"').to_string())
+        })
         .expect("rocksdb in Cargo.lock");
     let home = std::env::var_os("CARGO_HOME")
         .map(PathBuf::from)
@@ -433,7 +442,8 @@ fn binding_source() -> PathBuf {
         .filter_map(|e| e.ok())
         .map(|e| e.path().join(format!("rocksdb-{version}")).join("src"))
         .find(|p| p.is_dir());
-    found.unwrap_or_else(|| panic!("rocksdb-{version} is not in {}: build once so cargo unpacks it", registry.display()))
+    found
+        .unwrap_or_else(|| panic!("rocksdb-{version} is not in {}: build once so cargo unpacks it", registry.display()))
 }
 
 /// clippy.toml's disallowed types (last path segment) and methods (`Type::method`).
@@ -537,7 +547,12 @@ fn every_handle_returning_function_of_the_locked_binding_is_shadowed_or_disallow
         wrapped.entry(t.resolve(target)).or_default().push((w, methods));
     }
     assert!(wrapped.contains_key("DBCommon"), "TrackedDb's Deref target not found: {wrappers:?}");
-    assert!(handles.contains("Cache") && handles.contains("DBPinnableSlice") && handles.contains("DBIteratorWithThreadMode"), "{handles:?}");
+    assert!(
+        handles.contains("Cache")
+            && handles.contains("DBPinnableSlice")
+            && handles.contains("DBIteratorWithThreadMode"),
+        "{handles:?}"
+    );
 
     let mut checked = 0;
     let mut unaccounted = Vec::new();

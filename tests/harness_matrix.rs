@@ -5,7 +5,7 @@
 #![cfg(feature = "rocksdb")]
 
 use leak_tests::reference::{ReferenceConfig, ReferenceStore, FAULT_POINTS};
-use leakcheck::{Harness, HandleKind, Ledger, Verdict};
+use leakcheck::{HandleKind, Harness, Ledger, Verdict};
 
 #[test]
 fn every_single_and_pair_fault_leaves_nothing_behind() {
@@ -18,7 +18,16 @@ fn every_single_and_pair_fault_leaves_nothing_behind() {
 
     // The clean recording cycle reaches every fault point but the injected-corruption one's
     // effect and the roll (which needs stream time to cross a segment boundary).
-    for point in ["open.options", "open.db", "open.restore", "work.write", "work.commit", "work.scan", "close.marker", "close.flush"] {
+    for point in [
+        "open.options",
+        "open.db",
+        "open.restore",
+        "work.write",
+        "work.commit",
+        "work.scan",
+        "close.marker",
+        "close.flush",
+    ] {
         assert!(matrix.points.iter().any(|p| p == point), "clean cycle never passed {point}: {:?}", matrix.points);
     }
     assert!(matrix.points.iter().all(|p| FAULT_POINTS.contains(&p.as_str())));
@@ -38,7 +47,12 @@ fn every_single_and_pair_fault_leaves_nothing_behind() {
         assert_eq!(r.swallowed_close_errors, 0, "{}", e.plan);
         assert_eq!(r.integrity.total_violations(), 0, "{}: {:?}", e.plan, r.integrity);
         assert_eq!(r.integrity.violations_of("lost_records"), 0, "{}", e.plan);
-        assert_eq!((r.integrity.violations_of("locks_held"), r.integrity.violations_of("reopen_failures")), (0, 0), "{}: reopen after a faulted close", e.plan);
+        assert_eq!(
+            (r.integrity.violations_of("locks_held"), r.integrity.violations_of("reopen_failures")),
+            (0, 0),
+            "{}: reopen after a faulted close",
+            e.plan
+        );
         assert!(e.clean, "{}", e.plan);
         assert_eq!(e.repeats, 6, "{}", e.plan);
         let bytes = e.bytes.as_ref().unwrap_or_else(|| panic!("{}: bytes not judged", e.plan));

@@ -20,14 +20,18 @@ fn a_leak_on_one_error_path_is_the_matrix_entry_of_that_path() {
         let bytes = e.bytes.as_ref().unwrap_or_else(|| panic!("{}: bytes not judged", e.plan));
         eprintln!("{:<40} {:<12} {:?}", e.plan, bytes.verdict.name(), bytes.estimate);
     }
-    let marker_always = matrix.entries.iter().find(|e| e.plan == "close.marker=always").expect("close.marker=always planned");
+    let marker_always =
+        matrix.entries.iter().find(|e| e.plan == "close.marker=always").expect("close.marker=always planned");
     let bytes = marker_always.bytes.as_ref().expect("judged");
     assert_eq!(bytes.verdict, Verdict::Leak, "{bytes:?}");
     assert!(!marker_always.clean);
     // Every segment's marker write fails: about 1 KiB per segment closed in the cycle (a cycle
     // may close fewer when an earlier step failed; never more).
     let per_cycle = bytes.estimate.expect("shift").value;
-    assert!(per_cycle > 0.5 * 1024.0 * closes as f64 && per_cycle < 1.5 * 1024.0 * closes as f64, "{per_cycle} for {closes} closes");
+    assert!(
+        per_cycle > 0.5 * 1024.0 * closes as f64 && per_cycle < 1.5 * 1024.0 * closes as f64,
+        "{per_cycle} for {closes} closes"
+    );
     for e in matrix.entries.iter().filter(|e| !e.plan.contains("close.marker")) {
         let b = e.bytes.as_ref().expect("judged");
         assert_ne!(b.verdict, Verdict::Leak, "{}: {b:?}", e.plan);

@@ -9,8 +9,8 @@
 //! few dozen cycles (each of six seeds tried did, before the fix).
 #![cfg(feature = "rocksdb")]
 
-use leakcheck::fault::FaultPlan;
 use leak_tests::reference::{ReferenceConfig, ReferenceStore};
+use leakcheck::fault::FaultPlan;
 use leakcheck::harness::{CycleRecord, Phase};
 use leakcheck::{Harness, HarnessConfig, Ledger};
 

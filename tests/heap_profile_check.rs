@@ -17,13 +17,8 @@ fn a_profiled_check_names_the_stack_of_a_raw_leak() {
     let dir = tempfile::tempdir().expect("tempdir");
     let ledger = Ledger::new();
     let mut store = PlantedMalloc::new(FreshDbLoop::new(dir.path(), 100), 4096, 200);
-    let outcome = leakcheck::check(&mut store, &ledger)
-        .cycles(60)
-        .max_cycles(60)
-        .faults("none")
-        .profile(12)
-        .run()
-        .expect("run");
+    let outcome =
+        leakcheck::check(&mut store, &ledger).cycles(60).max_cycles(60).faults("none").profile(12).run().expect("run");
     // The stacks are the property here, not the verdict: at a fine rate the profiler's own
     // records move the byte signals (see the README), so a 60-cycle verdict may stay open.
     let r = &outcome.report;

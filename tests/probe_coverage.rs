@@ -9,6 +9,9 @@ fn native_allocations_are_visible_to_jemalloc() {
     {
         let rocks = leakcheck::probe::check_rocksdb_coverage().unwrap_or_else(|e| panic!("{e}"));
         assert!(rocks.allocated_delta_bytes >= 8_000_000, "{rocks:?}");
-        eprintln!("RocksDB memtable: {} bytes written, allocated +{} bytes", rocks.native_bytes, rocks.allocated_delta_bytes);
+        eprintln!(
+            "RocksDB memtable: {} bytes written, allocated +{} bytes",
+            rocks.native_bytes, rocks.allocated_delta_bytes
+        );
     }
 }

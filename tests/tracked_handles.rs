@@ -48,7 +48,9 @@ fn options_like_kinds() {
     check_kind(&ledger, HandleKind::BlockBasedOptions, || (TrackedBlockBasedOptions::new(&ledger), line!()));
     check_kind(&ledger, HandleKind::Cache, || (TrackedCache::new_lru(&ledger, 1 << 20), line!()));
     check_kind(&ledger, HandleKind::Cache, || (TrackedCache::new_hyper_clock(&ledger, 1 << 20, 4096), line!()));
-    check_kind(&ledger, HandleKind::WriteBufferManager, || (TrackedWriteBufferManager::new(&ledger, 1 << 20, false), line!()));
+    check_kind(&ledger, HandleKind::WriteBufferManager, || {
+        (TrackedWriteBufferManager::new(&ledger, 1 << 20, false), line!())
+    });
     check_kind(&ledger, HandleKind::Env, || (TrackedEnv::mem_env(&ledger).expect("env"), line!()));
     check_kind(&ledger, HandleKind::ReadOptions, || (TrackedReadOptions::new(&ledger), line!()));
     check_kind(&ledger, HandleKind::WriteOptions, || (TrackedWriteOptions::new(&ledger), line!()));
@@ -84,10 +86,7 @@ fn column_families_single_threaded() {
     let dir = tempfile::tempdir().expect("tempdir");
     let ledger = Ledger::new();
     let o = opts(&ledger);
-    let cfs = vec![
-        TrackedCfDescriptor::new("data", opts(&ledger)),
-        TrackedCfDescriptor::new("offsets", opts(&ledger)),
-    ];
+    let cfs = vec![TrackedCfDescriptor::new("data", opts(&ledger)), TrackedCfDescriptor::new("offsets", opts(&ledger))];
     let mut db = TrackedDb::<SingleThreaded>::open_cf_descriptors(&o, dir.path(), cfs).expect("open");
     // data, offsets and the implicit default.
     assert_eq!(ledger.live(HandleKind::ColumnFamily), 3);
@@ -110,8 +109,12 @@ fn column_families_multi_threaded_bound_references() {
     let dir = tempfile::tempdir().expect("tempdir");
     let ledger = Ledger::new();
     let o = opts(&ledger);
-    let db = TrackedDb::<MultiThreaded>::open_cf_descriptors(&o, dir.path(), vec![TrackedCfDescriptor::new("data", opts(&ledger))])
-        .expect("open");
+    let db = TrackedDb::<MultiThreaded>::open_cf_descriptors(
+        &o,
+        dir.path(),
+        vec![TrackedCfDescriptor::new("data", opts(&ledger))],
+    )
+    .expect("open");
     db.create_cf("extra", &o).expect("create cf");
     let bound = db.cf_handle("extra").expect("cf");
     let again = bound.clone();
@@ -272,7 +275,8 @@ fn a_read_only_db_closes_cleanly() {
     assert_eq!(reader.get(b"k").expect("get").as_deref(), Some(&b"v"[..]));
     reader.close().into_result().expect("close a read-only DB");
     let cfs = TrackedCfDescriptor::new("default", TrackedOptions::new(&ledger));
-    let reader = TrackedDb::<SingleThreaded>::open_cf_descriptors_read_only(&o, dir.path(), [cfs], false).expect("open read-only");
+    let reader = TrackedDb::<SingleThreaded>::open_cf_descriptors_read_only(&o, dir.path(), [cfs], false)
+        .expect("open read-only");
     reader.close().into_result().expect("close a read-only DB with column families");
     drop(o);
     assert_no_leaks!(ledger);
@@ -285,7 +289,11 @@ fn column_families_are_listed_through_the_wrapper() {
     let ledger = Ledger::new();
     let o = opts(&ledger);
     let cfs = [TrackedCfDescriptor::new("offsets", TrackedOptions::new(&ledger))];
-    TrackedDb::<SingleThreaded>::open_cf_descriptors(&o, dir.path(), cfs).expect("open").close().into_result().expect("close");
+    TrackedDb::<SingleThreaded>::open_cf_descriptors(&o, dir.path(), cfs)
+        .expect("open")
+        .close()
+        .into_result()
+        .expect("close");
     let mut names = TrackedDb::<SingleThreaded>::list_cf(&o, dir.path()).expect("list");
     names.sort();
     assert_eq!(names, ["default", "offsets"]);
@@ -309,7 +317,10 @@ fn one_leaking_line_is_one_row_with_its_holders_summarized() {
     assert_eq!(caches.len(), 1, "{report}");
     assert_eq!(caches[0].count, 50);
     assert_eq!(caches[0].held_by.len(), 1, "{report}");
-    assert!(caches[0].held_by[0].starts_with("50 x WriteBufferManager created at tests/tracked_handles.rs:"), "{report}");
+    assert!(
+        caches[0].held_by[0].starts_with("50 x WriteBufferManager created at tests/tracked_handles.rs:"),
+        "{report}"
+    );
     let managers: Vec<_> = report.retained.iter().filter(|g| g.kind == "WriteBufferManager").collect();
     assert_eq!((managers.len(), managers[0].count), (1, 50), "{report}");
     assert!(report.to_string().lines().count() < 20, "{report}");
@@ -330,12 +341,20 @@ fn snapshot_iterators_and_full_column_family_iterators_are_tracked() {
     db.put(b"k", b"v").expect("put");
     db.put_cf(cf, b"k", b"v").expect("put");
     let snapshot = db.snapshot();
-    check_kind(&ledger, HandleKind::Iterator, || (snapshot.iterator_opt(IteratorMode::Start, TrackedReadOptions::new(&ledger)), line!()));
+    check_kind(&ledger, HandleKind::Iterator, || {
+        (snapshot.iterator_opt(IteratorMode::Start, TrackedReadOptions::new(&ledger)), line!())
+    });
     check_kind(&ledger, HandleKind::RawIterator, || (snapshot.raw_iterator(), line!()));
-    check_kind(&ledger, HandleKind::RawIterator, || (snapshot.raw_iterator_opt(TrackedReadOptions::new(&ledger)), line!()));
-    check_kind(&ledger, HandleKind::Iterator, || (snapshot.iterator_cf_opt(cf, TrackedReadOptions::new(&ledger), IteratorMode::Start), line!()));
+    check_kind(&ledger, HandleKind::RawIterator, || {
+        (snapshot.raw_iterator_opt(TrackedReadOptions::new(&ledger)), line!())
+    });
+    check_kind(&ledger, HandleKind::Iterator, || {
+        (snapshot.iterator_cf_opt(cf, TrackedReadOptions::new(&ledger), IteratorMode::Start), line!())
+    });
     check_kind(&ledger, HandleKind::RawIterator, || (snapshot.raw_iterator_cf(cf), line!()));
-    check_kind(&ledger, HandleKind::RawIterator, || (snapshot.raw_iterator_cf_opt(cf, TrackedReadOptions::new(&ledger)), line!()));
+    check_kind(&ledger, HandleKind::RawIterator, || {
+        (snapshot.raw_iterator_cf_opt(cf, TrackedReadOptions::new(&ledger)), line!())
+    });
     check_kind(&ledger, HandleKind::Iterator, || (db.full_iterator_cf(cf, IteratorMode::Start), line!()));
     // They read at the snapshot.
     db.put(b"k2", b"v2").expect("put after the snapshot");
@@ -365,18 +384,27 @@ fn ttl_and_secondary_opens_are_tracked() {
         (TrackedDb::<SingleThreaded>::open_with_ttl(&o, path, ttl).expect("open with ttl"), line!())
     });
     let cfs = [TrackedCfDescriptor::new("data", opts(&ledger))];
-    let primary = TrackedDb::<SingleThreaded>::open_cf_descriptors_with_ttl(&o, dir.path().join("primary"), cfs, ttl).expect("open");
+    let primary = TrackedDb::<SingleThreaded>::open_cf_descriptors_with_ttl(&o, dir.path().join("primary"), cfs, ttl)
+        .expect("open");
     primary.put(b"k", b"v").expect("put");
     primary.flush().expect("flush");
     check_kind(&ledger, HandleKind::Db, || {
         let n = ledger.report().kinds.get("DB").map_or(0, |c| c.created);
         let secondary = dir.path().join(format!("secondary{n}"));
-        (TrackedDb::<SingleThreaded>::open_as_secondary(&o, dir.path().join("primary"), secondary).expect("open as secondary"), line!())
+        (
+            TrackedDb::<SingleThreaded>::open_as_secondary(&o, dir.path().join("primary"), secondary)
+                .expect("open as secondary"),
+            line!(),
+        )
     });
     let cfs = [TrackedCfDescriptor::new("data", opts(&ledger))];
-    let secondary =
-        TrackedDb::<SingleThreaded>::open_cf_descriptors_as_secondary(&o, dir.path().join("primary"), dir.path().join("s"), cfs)
-            .expect("open as secondary");
+    let secondary = TrackedDb::<SingleThreaded>::open_cf_descriptors_as_secondary(
+        &o,
+        dir.path().join("primary"),
+        dir.path().join("s"),
+        cfs,
+    )
+    .expect("open as secondary");
     secondary.try_catch_up_with_primary().expect("catch up");
     // A TTL DB stores a 4-byte timestamp after each value; a secondary reads it raw.
     assert!(secondary.get(b"k").expect("get").is_some_and(|v| v.starts_with(b"v")));

@@ -31,8 +31,10 @@ impl<T: ?Sized + Sync> IsSync<T> {
 
 macro_rules! same_auto_traits {
     ($tracked:ty, $raw:ty) => {
-        const _: () = assert!(Is::<$tracked>::SEND == Is::<$raw>::SEND, concat!("Send differs: ", stringify!($tracked)));
-        const _: () = assert!(IsSync::<$tracked>::SYNC == IsSync::<$raw>::SYNC, concat!("Sync differs: ", stringify!($tracked)));
+        const _: () =
+            assert!(Is::<$tracked>::SEND == Is::<$raw>::SEND, concat!("Send differs: ", stringify!($tracked)));
+        const _: () =
+            assert!(IsSync::<$tracked>::SYNC == IsSync::<$raw>::SYNC, concat!("Sync differs: ", stringify!($tracked)));
     };
 }
 
@@ -50,9 +52,18 @@ same_auto_traits!(TrackedCfDescriptor, rocksdb::ColumnFamilyDescriptor);
 same_auto_traits!(TrackedDb<SingleThreaded>, Db<SingleThreaded>);
 same_auto_traits!(TrackedDb<MultiThreaded>, Db<MultiThreaded>);
 same_auto_traits!(TrackedBoundCf<'static>, std::sync::Arc<rocksdb::BoundColumnFamily<'static>>);
-same_auto_traits!(TrackedIterator<'static, Db<SingleThreaded>>, rocksdb::DBIteratorWithThreadMode<'static, Db<SingleThreaded>>);
-same_auto_traits!(TrackedRawIterator<'static, Db<SingleThreaded>>, rocksdb::DBRawIteratorWithThreadMode<'static, Db<SingleThreaded>>);
-same_auto_traits!(TrackedSnapshot<'static, Db<SingleThreaded>>, rocksdb::SnapshotWithThreadMode<'static, Db<SingleThreaded>>);
+same_auto_traits!(
+    TrackedIterator<'static, Db<SingleThreaded>>,
+    rocksdb::DBIteratorWithThreadMode<'static, Db<SingleThreaded>>
+);
+same_auto_traits!(
+    TrackedRawIterator<'static, Db<SingleThreaded>>,
+    rocksdb::DBRawIteratorWithThreadMode<'static, Db<SingleThreaded>>
+);
+same_auto_traits!(
+    TrackedSnapshot<'static, Db<SingleThreaded>>,
+    rocksdb::SnapshotWithThreadMode<'static, Db<SingleThreaded>>
+);
 same_auto_traits!(TrackedCheckpoint<'static>, rocksdb::checkpoint::Checkpoint<'static>);
 same_auto_traits!(TrackedSstFileWriter<'static>, rocksdb::SstFileWriter<'static>);
 

@@ -59,7 +59,11 @@ fn simulate_runs(r: &Recorded, n: usize, seed: u64, null: Null) -> Tally {
         cycles: MAX_CYCLES,
         with_prefix: null.prefix,
         noise: null.noise,
-        leak: if null.drift > 0.0 { leak_tests::recorded::Leak::Steady(null.drift) } else { leak_tests::recorded::Leak::None },
+        leak: if null.drift > 0.0 {
+            leak_tests::recorded::Leak::Steady(null.drift)
+        } else {
+            leak_tests::recorded::Leak::None
+        },
     };
     for _ in 0..n {
         let samples = r.simulate(&sim, &mut rng);
@@ -90,7 +94,8 @@ fn simulate_runs(r: &Recorded, n: usize, seed: u64, null: Null) -> Tally {
         }
         t.check_clean += usize::from(v.verdict == Verdict::Clean);
         // soak: every 5th cycle, judged as the cycles double (200, 400) and at the end (800).
-        let soak_cfg = AnalysisConfig { looks: leakcheck::verdict::Looks::Doubling { first: CHECK_CYCLES as u64 }, ..cfg };
+        let soak_cfg =
+            AnalysisConfig { looks: leakcheck::verdict::Looks::Doubling { first: CHECK_CYCLES as u64 }, ..cfg };
         let mut a = Analysis::new(soak_cfg);
         let mut soak = None;
         for s in samples.iter().filter(|s| s.cycle % 5 == 0) {
@@ -190,13 +195,16 @@ fn calibrate(null: Null) {
     assert_eq!(total, RUNS);
     let bound = (2.0 * rate * total as f64).ceil() as usize;
     if null.judged != Judged::Soak {
-        assert!(all.check_leak <= bound, "check called {} of {total} clean runs a leak (bound {bound})", all.check_leak);
+        assert!(
+            all.check_leak <= bound,
+            "check called {} of {total} clean runs a leak (bound {bound})",
+            all.check_leak
+        );
     }
     if null.judged != Judged::Check {
         assert!(all.soak_leak <= bound, "soak called {} of {total} clean runs a leak (bound {bound})", all.soak_leak);
     }
 }
-
 
 /// No trend past a realistic start: what a clean store's runs look like. Exactly `check`'s
 /// looks (200, then every 10 while inconclusive, up to 800) and `soak`'s (200, 400, 800).
@@ -231,12 +239,24 @@ fn at_the_budget_a_soaks_last_look_stays_within_the_rate() {
 /// recorded runs: `check`'s every look and a soak's stay within the rate.
 #[test]
 fn autocorrelated_noise_stays_within_the_rate() {
-    calibrate(Null { prefix: true, drift: 0.0, noise: Noise::Ar { rho: 0.95, sd: 1024.0 }, first_look_only: false, judged: Judged::Both });
+    calibrate(Null {
+        prefix: true,
+        drift: 0.0,
+        noise: Noise::Ar { rho: 0.95, sd: 1024.0 },
+        first_look_only: false,
+        judged: Judged::Both,
+    });
 }
 
 /// Memory that wanders like a random walk (steps of 256 B, 5 KiB over a check's later half):
 /// `check`'s every look and a soak's stay within the rate.
 #[test]
 fn random_walk_noise_stays_within_the_rate() {
-    calibrate(Null { prefix: true, drift: 0.0, noise: Noise::Walk { sd: 256.0 }, first_look_only: false, judged: Judged::Both });
+    calibrate(Null {
+        prefix: true,
+        drift: 0.0,
+        noise: Noise::Walk { sd: 256.0 },
+        first_look_only: false,
+        judged: Judged::Both,
+    });
 }

@@ -33,7 +33,10 @@ fn the_slope_is_per_cycle_at_any_sample_interval() {
         assert!((900.0..1300.0).contains(&slope), "every {every}: {slope} B/cycle");
         for &(other, estimate, lower, upper) in &slopes {
             let (lower, upper) = (lower.min(0.99 * estimate), upper.max(1.01 * estimate));
-            assert!(lower <= slope && slope <= upper, "every {every}: {slope} outside the interval of every {other}: [{lower}, {upper}]");
+            assert!(
+                lower <= slope && slope <= upper,
+                "every {every}: {slope} outside the interval of every {other}: [{lower}, {upper}]"
+            );
         }
     }
 }

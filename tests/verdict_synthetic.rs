@@ -39,7 +39,10 @@ fn series(cycles: u64, every: u64, seed: u64, sd: f64, f: impl Fn(u64) -> f64) -
 
 fn bytes(samples: &[CycleSample], cfg: &AnalysisConfig) -> SignalVerdict {
     let v = analyze(samples, None, None, cfg).signal(Signal::UnexplainedBytes).expect("bytes signal").clone();
-    eprintln!("{:?} per cycle {:?} growth {:?} retention {:?} more {:?}", v.verdict, v.estimate, v.growth, v.retention, v.more_cycles_needed);
+    eprintln!(
+        "{:?} per cycle {:?} growth {:?} retention {:?} more {:?}",
+        v.verdict, v.estimate, v.growth, v.retention, v.more_cycles_needed
+    );
     v
 }
 
@@ -97,8 +100,10 @@ fn small_steady_leaks_are_found_given_cycles() {
     let v = bytes(&series(50_000, 5, 3, 1_024.0, |c| 4.0 * c as f64), &cfg);
     assert_eq!(v.verdict, Verdict::Leak, "{v:?}");
     // Flat data judged clean rules out less the longer the run.
-    let short = bytes(&series(500, 1, 4, 1_024.0, |_| 0.0), &AnalysisConfig::default()).rules_out_per_cycle().expect("clean");
-    let long = bytes(&series(5_000, 1, 4, 1_024.0, |_| 0.0), &AnalysisConfig::default()).rules_out_per_cycle().expect("clean");
+    let short =
+        bytes(&series(500, 1, 4, 1_024.0, |_| 0.0), &AnalysisConfig::default()).rules_out_per_cycle().expect("clean");
+    let long =
+        bytes(&series(5_000, 1, 4, 1_024.0, |_| 0.0), &AnalysisConfig::default()).rules_out_per_cycle().expect("clean");
     assert!(long < short / 5.0, "rules out {short} B/cycle at 500 cycles, {long} at 5000");
 }
 
@@ -122,7 +127,8 @@ fn a_staircase_is_a_leak() {
 #[test]
 fn bursts_are_a_leak() {
     let bursts = [64u64, 133, 171, 242, 330, 391];
-    let (v, at) = checked(&series(800, 1, 0, 0.0, |c| 32_768.0 * bursts.iter().filter(|&&b| c >= b).count() as f64), 800);
+    let (v, at) =
+        checked(&series(800, 1, 0, 0.0, |c| 32_768.0 * bursts.iter().filter(|&&b| c >= b).count() as f64), 800);
     assert_eq!(v.verdict, Verdict::Leak, "{v:?}");
     assert!(at <= 400, "decided at {at}");
 }
@@ -136,13 +142,19 @@ fn a_sawtooth_like_periodic_compaction_is_not_a_leak() {
 
 #[test]
 fn an_outlier_burst_is_not_a_leak() {
-    let v = bytes(&series(500, 1, 8, 2_000.0, |c| if (300..306).contains(&c) { 8e6 } else { 0.0 }), &AnalysisConfig::default());
+    let v = bytes(
+        &series(500, 1, 8, 2_000.0, |c| if (300..306).contains(&c) { 8e6 } else { 0.0 }),
+        &AnalysisConfig::default(),
+    );
     assert_eq!(v.verdict, Verdict::Clean);
 }
 
 #[test]
 fn a_leak_riding_on_a_sawtooth_is_still_a_leak() {
-    let v = bytes(&series(500, 1, 9, 5_000.0, |c| (c % 40) as f64 * 25_000.0 + 1024.0 * c as f64), &AnalysisConfig::default());
+    let v = bytes(
+        &series(500, 1, 9, 5_000.0, |c| (c % 40) as f64 * 25_000.0 + 1024.0 * c as f64),
+        &AnalysisConfig::default(),
+    );
     assert_eq!(v.verdict, Verdict::Leak);
 }
 

@@ -191,14 +191,25 @@ impl CatalogRun {
     /// runs that were not clean with the signals that held them.
     pub fn clean_table(&self) -> String {
         let mut out = String::new();
-        let _ = writeln!(out, "{:<26} {:>7} {:>8} {:>8}  not clean (seed: signals)", "clean store", "clean", "seconds", "cycles");
+        let _ = writeln!(
+            out,
+            "{:<26} {:>7} {:>8} {:>8}  not clean (seed: signals)",
+            "clean store", "clean", "seconds", "cycles"
+        );
         for store in &CLEAN_CATALOG {
             let mine: Vec<&CleanOutcome> = self.clean.iter().filter(|o| o.store == store.name).collect();
             let clean = mine.iter().filter(|o| o.verdict == Verdict::Clean).count();
             let failures: Vec<String> = mine
                 .iter()
                 .filter(|o| o.verdict != Verdict::Clean)
-                .map(|o| format!("{}: {} {}", o.seed, o.verdict, o.leaking.iter().chain(&o.inconclusive).cloned().collect::<Vec<_>>().join(",")))
+                .map(|o| {
+                    format!(
+                        "{}: {} {}",
+                        o.seed,
+                        o.verdict,
+                        o.leaking.iter().chain(&o.inconclusive).cloned().collect::<Vec<_>>().join(",")
+                    )
+                })
                 .collect();
             let n = mine.len().max(1) as f64;
             let _ = writeln!(
@@ -241,7 +252,8 @@ fn names(classes: &[leakcheck::Class]) -> String {
 }
 
 fn child<T: serde::de::DeserializeOwned>(exe: &Path, args: &[&str], what: String) -> Result<T, CatalogError> {
-    let out = Command::new(exe).args(args).output().map_err(|source| CatalogError::Spawn { what: what.clone(), source })?;
+    let out =
+        Command::new(exe).args(args).output().map_err(|source| CatalogError::Spawn { what: what.clone(), source })?;
     if !out.status.success() {
         return Err(CatalogError::Failed { what, stderr: String::from_utf8_lossy(&out.stderr).trim().to_string() });
     }
@@ -263,11 +275,13 @@ pub fn run_catalogs(
     let started = Instant::now();
     let mut variants = Vec::with_capacity(CATALOG.len());
     for m in &CATALOG {
-        let o: MutantOutcome = child(exe, &["mutant", m.name, "--cycles", &cycles.to_string()], format!("variant {}", m.name))?;
+        let o: MutantOutcome =
+            child(exe, &["mutant", m.name, "--cycles", &cycles.to_string()], format!("variant {}", m.name))?;
         on_variant(m, &o);
         variants.push(o);
     }
-    let jobs: Vec<(&str, u64)> = CLEAN_CATALOG.iter().flat_map(|s| (0..clean_seeds).map(move |seed| (s.name, seed))).collect();
+    let jobs: Vec<(&str, u64)> =
+        CLEAN_CATALOG.iter().flat_map(|s| (0..clean_seeds).map(move |seed| (s.name, seed))).collect();
     let mut clean = leakcheck::runner::in_parallel(jobs, 2, |(name, seed)| {
         child::<CleanOutcome>(exe, &["clean-store", name, "--seed", &seed.to_string()], format!("clean store {name}"))
     })

@@ -20,8 +20,8 @@ use rocksdb::{Direction, IteratorMode, MultiThreaded, SingleThreaded};
 use serde::{Deserialize, Serialize};
 
 use crate::reference::{ReferenceConfig, ReferenceStore};
-use leakcheck::harness::{CycleCtx, Harness, HarnessConfig, HarnessError, HarnessReport, Lifecycle};
 use leakcheck::fault::{FaultAction, FaultPlan};
+use leakcheck::harness::{CycleCtx, Harness, HarnessConfig, HarnessError, HarnessReport, Lifecycle};
 use leakcheck::probe::RocksDbMemory;
 use leakcheck::tracked::{
     TrackedBlockBasedOptions, TrackedCache, TrackedCfDescriptor, TrackedCheckpoint, TrackedDb, TrackedOptions,
@@ -436,7 +436,11 @@ impl Lifecycle for SharedCacheWbm {
                 db.put_opt(key(c, i), value(c, i, 200), &w)?;
             }
             if c >= 20 {
-                db.delete_range_cf(&db.cf_handle("default").ok_or_else(|| CleanStoreError("no default".into()))?, key(c - 20, 0), key(c - 19, 0))?;
+                db.delete_range_cf(
+                    &db.cf_handle("default").ok_or_else(|| CleanStoreError("no default".into()))?,
+                    key(c - 20, 0),
+                    key(c - 19, 0),
+                )?;
             }
             for i in (0..300).step_by(11) {
                 db.get(key(c.saturating_sub(3), i))?;
@@ -592,8 +596,11 @@ impl Lifecycle for MultiThreadedCf {
 
     fn open(&mut self, ctx: &CycleCtx<'_>) -> Result<Self::Store> {
         let opts = busy_options(ctx.ledger);
-        let cfs: Vec<TrackedCfDescriptor> =
-            self.leftover.iter().map(|n| TrackedCfDescriptor::new(n.clone(), TrackedOptions::new(ctx.ledger))).collect();
+        let cfs: Vec<TrackedCfDescriptor> = self
+            .leftover
+            .iter()
+            .map(|n| TrackedCfDescriptor::new(n.clone(), TrackedOptions::new(ctx.ledger)))
+            .collect();
         let db = TrackedDb::<MultiThreaded>::open_cf_descriptors(&opts, self.dir.join("db"), cfs)?;
         for name in std::mem::take(&mut self.leftover) {
             db.drop_cf(&name)?;
@@ -684,7 +691,11 @@ impl Lifecycle for ReadOnlyBesideWriter {
             db.put_opt(key(c, i), value(c, i, 200), &w)?;
         }
         if c >= 30 {
-            db.delete_range_cf(&db.cf_handle("default").ok_or_else(|| CleanStoreError("no default".into()))?, key(c - 30, 0), key(c - 29, 0))?;
+            db.delete_range_cf(
+                &db.cf_handle("default").ok_or_else(|| CleanStoreError("no default".into()))?,
+                key(c - 30, 0),
+                key(c - 29, 0),
+            )?;
         }
         db.flush()?;
         let path = if ctx.faults.check_error("open.read_only") {
@@ -817,7 +828,11 @@ pub fn clean_store(name: &str) -> Option<&'static CleanStore> {
     CLEAN_CATALOG.iter().find(|s| s.name == name)
 }
 
-fn checked<L: Lifecycle>(store: &mut L, ledger: &Ledger, cfg: &HarnessConfig) -> std::result::Result<HarnessReport, HarnessError> {
+fn checked<L: Lifecycle>(
+    store: &mut L,
+    ledger: &Ledger,
+    cfg: &HarnessConfig,
+) -> std::result::Result<HarnessReport, HarnessError> {
     Harness::new(HarnessConfig { decide_after: Some(CHECK_CYCLES), ..cfg.clone() }).run(store, ledger)
 }
 
@@ -876,8 +891,14 @@ pub fn run_clean_report(
     let started = Instant::now();
     let report = (store.run)(dir, &ledger, &cfg)?;
     let judged = report.verdict.signals.iter().filter(|s| !s.informational);
-    let names = |f: &dyn Fn(&leakcheck::SignalVerdict) -> bool| judged.clone().filter(|s| f(s)).map(|s| s.signal.to_string()).collect();
-    let bytes = report.verdict.signal(leakcheck::Signal::UnexplainedBytes).and_then(|s| s.estimate).map(|e| [e.value, e.lower, e.upper]);
+    let names = |f: &dyn Fn(&leakcheck::SignalVerdict) -> bool| {
+        judged.clone().filter(|s| f(s)).map(|s| s.signal.to_string()).collect()
+    };
+    let bytes = report
+        .verdict
+        .signal(leakcheck::Signal::UnexplainedBytes)
+        .and_then(|s| s.estimate)
+        .map(|e| [e.value, e.lower, e.upper]);
     let outcome = CleanOutcome {
         store: store.name.to_string(),
         seed,
@@ -893,4 +914,13 @@ pub fn run_clean_report(
     Ok((outcome, report))
 }
 
-crate::opaque_debug!(LongLivedDb, LongLivedCycle, GrowingReopened, AsyncClose, SharedCacheWbm, CfChurn, MultiThreadedCf, ReadOnlyBesideWriter);
+crate::opaque_debug!(
+    LongLivedDb,
+    LongLivedCycle,
+    GrowingReopened,
+    AsyncClose,
+    SharedCacheWbm,
+    CfChurn,
+    MultiThreadedCf,
+    ReadOnlyBesideWriter
+);

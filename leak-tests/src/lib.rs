@@ -35,10 +35,10 @@ pub mod fresh;
 pub mod mutants;
 #[allow(unsafe_code)]
 pub mod planted;
+pub mod power;
+pub mod recorded;
 #[allow(unsafe_code)]
 pub mod reference;
-pub mod recorded;
-pub mod power;
 pub mod sensitivity;
 
 /// Locks a mutex, recovering from poisoning (a catalog run must report, not cascade panics).

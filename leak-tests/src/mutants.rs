@@ -14,8 +14,8 @@ use std::time::Instant;
 use serde::{Deserialize, Serialize};
 
 use crate::reference::{ReferenceConfig, ReferenceStore, Variant};
-use leakcheck::harness::{Harness, HarnessConfig, HarnessError};
 use leakcheck::fault::FaultPlan;
+use leakcheck::harness::{Harness, HarnessConfig, HarnessError};
 use leakcheck::verdict::{Look, RunVerdict, SignalVerdict};
 use leakcheck::{Class, Ledger, SignalId, Verdict};
 
@@ -80,7 +80,17 @@ pub enum RunAs {
 /// on some of a fault point's firings, a descriptor now and then, RocksDB-accounted memory that
 /// never levels off).
 pub const CATALOG: [Mutant; 24] = [
-    Mutant { name: "reference", variant: Variant::Correct, description: "the reference store, nothing planted", expected: &[], invisible_to: &[], plan: PLAN, min_cycles: 0, run_as: RunAs::Fixed, heap_stack: None },
+    Mutant {
+        name: "reference",
+        variant: Variant::Correct,
+        description: "the reference store, nothing planted",
+        expected: &[],
+        invisible_to: &[],
+        plan: PLAN,
+        min_cycles: 0,
+        run_as: RunAs::Fixed,
+        heap_stack: None,
+    },
     Mutant {
         name: "offsets-options-tracked",
         variant: Variant::OffsetsOptionsUnownedTracked,
@@ -402,7 +412,8 @@ pub fn run_mutant(m: &Mutant, dir: &Path, cycles: u64) -> Result<MutantOutcome, 
             HarnessConfig { cycles: 4 * first, decide_after: Some(first), plan, ..HarnessConfig::default() }
         }
         RunAs::Soak { cycles, .. } => {
-            let mut cfg = HarnessConfig { cycles, sample_every: 5, keep_records: false, plan, ..HarnessConfig::default() };
+            let mut cfg =
+                HarnessConfig { cycles, sample_every: 5, keep_records: false, plan, ..HarnessConfig::default() };
             cfg.analysis.looks = leakcheck::verdict::Looks::Doubling { first: crate::clean::CHECK_CYCLES };
             cfg
         }
@@ -433,7 +444,8 @@ pub fn run_mutant(m: &Mutant, dir: &Path, cycles: u64) -> Result<MutantOutcome, 
     let judged_after = (m.run_as == RunAs::Check).then_some(report.verdict.judged_at_cycles).flatten();
     let first_cycle = leaking(&report.verdict)
         .filter_map(|s| {
-            let statistical = || judged_after.map(|c| c.saturating_sub(1)).or_else(|| first_statistical.get(&s.signal).copied());
+            let statistical =
+                || judged_after.map(|c| c.saturating_sub(1)).or_else(|| first_statistical.get(&s.signal).copied());
             s.residue.and_then(|r| r.first_cycle).map(|c| c as u64).or_else(statistical)
         })
         .min();
@@ -451,8 +463,7 @@ pub fn run_mutant(m: &Mutant, dir: &Path, cycles: u64) -> Result<MutantOutcome, 
         // `file:line:column (xN)`: the site of handles declared shared after the first cycle.
         sites.extend(r.declared_shared_growth_sites.iter().map(|s| s.split(" (x").next().unwrap_or(s).to_string()));
     }
-    let integrity_problems =
-        report.records.iter().flat_map(|r| r.integrity.problems.iter().cloned()).take(5).collect();
+    let integrity_problems = report.records.iter().flat_map(|r| r.integrity.problems.iter().cloned()).take(5).collect();
     Ok(MutantOutcome {
         variant: m.name.to_string(),
         detected,

@@ -45,7 +45,12 @@ impl<L> PlantedMalloc<L> {
     /// `inner`, leaking `bytes_per_cycle` per cycle (0: nothing). `cycles` reserves room for the
     /// pointers up front, so keeping them allocates nothing during the run.
     pub fn new(inner: L, bytes_per_cycle: usize, cycles: u64) -> Self {
-        PlantedMalloc { inner, bytes_per_cycle, kept: Vec::with_capacity(cycles.min(1 << 24) as usize), forget_options: false }
+        PlantedMalloc {
+            inner,
+            bytes_per_cycle,
+            kept: Vec::with_capacity(cycles.min(1 << 24) as usize),
+            forget_options: false,
+        }
     }
 
     /// Also forgets one tracked `Options` per cycle (a leaked handle the ledger sees at once).

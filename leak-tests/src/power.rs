@@ -70,7 +70,8 @@ fn percentile(sorted: &[u64], p: f64) -> Option<u64> {
 pub fn curve(runs: usize, max_cycles: u64, seed: u64) -> Vec<PowerRow> {
     let mut leaks: Vec<(String, Leak)> = STEADY.iter().map(|&b| (format!("{b} B/cycle"), Leak::Steady(b))).collect();
     leaks.push(("32 KiB in 1% of cycles".to_string(), Leak::Bursts { bytes: 32768.0, rate: 0.01 }));
-    let jobs: Vec<(&str, String, Leak)> = STORES.iter().flat_map(|s| leaks.iter().map(move |(n, l)| (*s, n.clone(), *l))).collect();
+    let jobs: Vec<(&str, String, Leak)> =
+        STORES.iter().flat_map(|s| leaks.iter().map(move |(n, l)| (*s, n.clone(), *l))).collect();
     leakcheck::runner::in_parallel(jobs, 2, |(store, name, leak)| {
         let recorded = clean_run(store, 100).unwrap_or_else(|| panic!("{store} is a recorded clean run"));
         let sim = Simulation { cycles: max_cycles as usize, with_prefix: true, noise: Noise::None, leak };

@@ -73,13 +73,18 @@ pub struct Recorded {
 pub fn clean_runs(prefix: usize) -> Vec<Recorded> {
     CLEAN_RUNS
         .iter()
-        .map(|(name, text)| Recorded::parse(name, text, prefix).unwrap_or_else(|e| panic!("tests/data/clean-runs/{name}.csv: {e}")))
+        .map(|(name, text)| {
+            Recorded::parse(name, text, prefix).unwrap_or_else(|e| panic!("tests/data/clean-runs/{name}.csv: {e}"))
+        })
         .collect()
 }
 
 /// The recorded clean run of `name`.
 pub fn clean_run(name: &str, prefix: usize) -> Option<Recorded> {
-    CLEAN_RUNS.iter().find(|(n, _)| *n == name).map(|(n, text)| Recorded::parse(n, text, prefix).unwrap_or_else(|e| panic!("{n}: {e}")))
+    CLEAN_RUNS
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(n, text)| Recorded::parse(n, text, prefix).unwrap_or_else(|e| panic!("{n}: {e}")))
 }
 
 /// splitmix64 and Box-Muller: a small seeded generator.
@@ -176,7 +181,8 @@ impl Recorded {
         if !samples.iter().enumerate().all(|(i, s)| s.cycle == i as u64) {
             return Err(problem("not a sample every cycle".to_string()));
         }
-        let columns: Vec<Vec<Option<f64>>> = QUANTITIES.iter().map(|q| samples.iter().map(|c| quantity(q, c)).collect()).collect();
+        let columns: Vec<Vec<Option<f64>>> =
+            QUANTITIES.iter().map(|q| samples.iter().map(|c| quantity(q, c)).collect()).collect();
         let parts = columns.iter().map(|c| split(&c[prefix..])).collect();
         Ok(Recorded { name: name.to_string(), columns, parts, prefix })
     }
@@ -185,7 +191,8 @@ impl Recorded {
     pub fn simulate_csv(&self, sim: &Simulation, rng: &mut Rng) -> String {
         let post = self.columns[0].len() - self.prefix;
         let prefix = if sim.with_prefix { self.prefix.min(sim.cycles) } else { 0 };
-        let mut rows: Vec<Vec<Option<f64>>> = (0..prefix).map(|t| self.columns.iter().map(|c| c[t]).collect()).collect();
+        let mut rows: Vec<Vec<Option<f64>>> =
+            (0..prefix).map(|t| self.columns.iter().map(|c| c[t]).collect()).collect();
         while rows.len() < sim.cycles {
             let start = rng.below(post - BLOCK + 1);
             for k in start..start + BLOCK {
@@ -247,7 +254,10 @@ fn quantity(q: &str, c: &CycleSample) -> Option<f64> {
 fn cell(column: &str, cycle: usize, get: &dyn Fn(&str) -> Option<f64>, unexplained: Option<f64>) -> String {
     let rocksdb = get("rocksdb_unbounded").zip(get("rocksdb_cache"));
     let rounding = rocksdb.map_or(0.0, |(_, c)| (c * leakcheck::probe::CACHE_ROUNDING).floor());
-    let explained = rocksdb.map_or(0.0, |(u, c)| u + c) + rounding + get("bookkeeping").unwrap_or(0.0) + get("tcache").unwrap_or(0.0);
+    let explained = rocksdb.map_or(0.0, |(u, c)| u + c)
+        + rounding
+        + get("bookkeeping").unwrap_or(0.0)
+        + get("tcache").unwrap_or(0.0);
     let value = match column {
         "cycle" => Some(cycle as f64),
         "monotonic_ns" => Some(cycle as f64 * 1e6),

@@ -27,9 +27,9 @@ use std::sync::{Arc, Mutex};
 
 use rocksdb::{IteratorMode, MultiThreaded, SingleThreaded};
 
+use crate::lock;
 use crate::planted::planted;
 use leakcheck::harness::{CycleCtx, Integrity, Lifecycle, StoreInfo};
-use crate::lock;
 use leakcheck::probe::RocksDbMemory;
 use leakcheck::tracked::{
     TrackedBlockBasedOptions, TrackedCache, TrackedCfDescriptor, TrackedDb, TrackedOptions, TrackedWriteBatch,
@@ -398,7 +398,8 @@ impl ReferenceStore {
             .map(|t| {
                 let _owner = owner_scope(format!("task 0_{t}"));
                 let cache = TrackedCache::new_lru(ledger, config.cache_bytes);
-                let write_buffers = TrackedWriteBufferManager::new_with_cache(ledger, config.write_buffer_bytes, false, &cache);
+                let write_buffers =
+                    TrackedWriteBufferManager::new_with_cache(ledger, config.write_buffer_bytes, false, &cache);
                 ledger.declare_shared(cache.token());
                 ledger.declare_shared(write_buffers.token());
                 TaskState { book: Mutex::new(Book::default()), cache, write_buffers }
@@ -557,8 +558,13 @@ impl ReferenceStore {
             lock(&self.planted).shared_caches.push(cache);
         }
         let claim = OwnerClaim { owners: self.owners.clone(), task };
-        let mut store =
-            TaskStore { _claim: claim, task, segments: BTreeMap::new(), restored: BTreeMap::new(), malformed_skipped: 0 };
+        let mut store = TaskStore {
+            _claim: claim,
+            task,
+            segments: BTreeMap::new(),
+            restored: BTreeMap::new(),
+            malformed_skipped: 0,
+        };
         let live = lock(&state.book).live.clone();
         for id in live {
             let seg = self.open_segment(ctx, task, id)?;
@@ -687,10 +693,17 @@ impl ReferenceStore {
             let commit = |store: &TaskStore| -> Result<(), StoreError> {
                 let seg = &store.segments[&latest];
                 let cf = seg.cf(task, OFFSETS)?;
-                let w = if ctx.faults.check_error("work.commit") { sync_without_wal() } else { TrackedWriteOptions::new(ctx.ledger) };
-                seg.db
-                    .put_cf_opt(&cf, offset_key(p), end.to_be_bytes(), &w)
-                    .map_err(|source| StoreError::RocksDb { task, segment: latest, what: "commit", source })
+                let w = if ctx.faults.check_error("work.commit") {
+                    sync_without_wal()
+                } else {
+                    TrackedWriteOptions::new(ctx.ledger)
+                };
+                seg.db.put_cf_opt(&cf, offset_key(p), end.to_be_bytes(), &w).map_err(|source| StoreError::RocksDb {
+                    task,
+                    segment: latest,
+                    what: "commit",
+                    source,
+                })
             };
             if self.config.variant == Variant::CommitBeforeWrite {
                 // Planted (KAFKA-19479): progress claimed before the output is written.
@@ -699,11 +712,17 @@ impl ReferenceStore {
                 lock(book).committed.insert(p, end);
             }
             for (id, batch) in by_segment {
-                let w = if ctx.faults.check_error("work.write") { sync_without_wal() } else { TrackedWriteOptions::new(ctx.ledger) };
-                store.segments[&id]
-                    .db
-                    .write_opt(batch, &w)
-                    .map_err(|source| StoreError::RocksDb { task, segment: id, what: "write", source })?;
+                let w = if ctx.faults.check_error("work.write") {
+                    sync_without_wal()
+                } else {
+                    TrackedWriteOptions::new(ctx.ledger)
+                };
+                store.segments[&id].db.write_opt(batch, &w).map_err(|source| StoreError::RocksDb {
+                    task,
+                    segment: id,
+                    what: "write",
+                    source,
+                })?;
             }
             if self.config.variant != Variant::CommitBeforeWrite {
                 commit(store)?;
@@ -733,12 +752,19 @@ impl ReferenceStore {
                     planted!("unpruned-registry", ());
                     lock(&self.planted).registry.push(seg);
                 } else {
-                    seg.db.close().into_result().map_err(|source| StoreError::RocksDb { task, segment: id, what: "close expired", source })?;
+                    seg.db.close().into_result().map_err(|source| StoreError::RocksDb {
+                        task,
+                        segment: id,
+                        what: "close expired",
+                        source,
+                    })?;
                     drop(seg._db_options);
                 }
                 let _ = Db::destroy(&opts, &path);
                 lock(book).live.remove(&id);
-                std::fs::remove_dir_all(&path).or_else(|e| if e.kind() == std::io::ErrorKind::NotFound { Ok(()) } else { Err(e) }).map_err(io(&path))?;
+                std::fs::remove_dir_all(&path)
+                    .or_else(|e| if e.kind() == std::io::ErrorKind::NotFound { Ok(()) } else { Err(e) })
+                    .map_err(io(&path))?;
             }
         }
         Ok(())
@@ -808,9 +834,12 @@ impl ReferenceStore {
                 w.set_sync(true);
                 w.disable_wal(true);
             }
-            seg.db
-                .put_cf_opt(&cf, CLOSED_MARKER, [1], &w)
-                .map_err(|source| StoreError::RocksDb { task, segment: id, what: "closed marker", source })
+            seg.db.put_cf_opt(&cf, CLOSED_MARKER, [1], &w).map_err(|source| StoreError::RocksDb {
+                task,
+                segment: id,
+                what: "closed marker",
+                source,
+            })
         });
         if marker.is_err() {
             match self.config.variant {
@@ -940,7 +969,9 @@ impl ReferenceStore {
                     let id = name.to_str().and_then(|n| n.strip_prefix("segment_")).and_then(|n| n.parse::<u64>().ok());
                     if let Some(id) = id.filter(|id| !book.live.contains(id)) {
                         report.violation("stale_dirs", 1);
-                        report.problem(format!("task {task}: segment {id} is on disk but not live (destroyed, or re-created)"));
+                        report.problem(format!(
+                            "task {task}: segment {id} is on disk but not live (destroyed, or re-created)"
+                        ));
                     }
                 }
             }

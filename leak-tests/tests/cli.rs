@@ -14,7 +14,12 @@ const BIN: &str = env!("CARGO_BIN_EXE_leakcheck");
 const SMALL: [&str; 4] = ["--tasks", "1", "--segments", "2"];
 
 fn leakcheck(args: &[&str]) -> Output {
-    Command::new(BIN).args(args).env_remove("LEAKCHECK_FAULTS").env_remove("LEAKCHECK_TRACKING").output().expect("run leakcheck")
+    Command::new(BIN)
+        .args(args)
+        .env_remove("LEAKCHECK_FAULTS")
+        .env_remove("LEAKCHECK_TRACKING")
+        .output()
+        .expect("run leakcheck")
 }
 
 fn code(o: &Output) -> i32 {
@@ -69,16 +74,25 @@ fn check_of_the_reference_store_is_clean_and_its_json_report_round_trips() {
 /// reason in the report and one line of text, and the exact signals still judged.
 #[test]
 fn check_with_native_allocations_invisible_exits_3_not_0() {
-    let mut args = vec!["check", "--cycles", "200", "--max-cycles", "200", "--json", "--simulate-invisible-allocations"];
+    let mut args =
+        vec!["check", "--cycles", "200", "--max-cycles", "200", "--json", "--simulate-invisible-allocations"];
     args.extend(SMALL);
     let out = leakcheck(&args);
     assert_eq!(code(&out), 3, "stderr: {}", String::from_utf8_lossy(&out.stderr));
     let r: RunReport = serde_json::from_slice(&out.stdout).expect("report");
     assert_eq!(r.verdict, Verdict::Inconclusive);
-    assert!(r.bytes_unavailable.as_deref().is_some_and(|w| w.contains("not routed to jemalloc")), "{:?}", r.bytes_unavailable);
+    assert!(
+        r.bytes_unavailable.as_deref().is_some_and(|w| w.contains("not routed to jemalloc")),
+        "{:?}",
+        r.bytes_unavailable
+    );
     let bytes: Vec<_> = r.signals.iter().filter(|s| s.class() == leakcheck::Class::Bytes && !s.informational).collect();
     assert!(!bytes.is_empty() && bytes.iter().all(|s| s.verdict == Verdict::Inconclusive), "{bytes:?}");
-    assert!(r.signals.iter().filter(|s| s.kind() == leakcheck::verdict::RuleKind::Exact).all(|s| s.verdict == Verdict::Clean));
+    assert!(r
+        .signals
+        .iter()
+        .filter(|s| s.kind() == leakcheck::verdict::RuleKind::Exact)
+        .all(|s| s.verdict == Verdict::Clean));
     assert_eq!(r.cycles_run, 200, "the run is not cut short");
 
     let mut args = vec!["check", "--cycles", "30", "--max-cycles", "30", "--simulate-invisible-allocations"];
@@ -118,7 +132,16 @@ fn check_goes_on_while_inconclusive_up_to_max_cycles() {
 
 #[test]
 fn check_with_a_planted_leak_exits_1_and_names_the_signal() {
-    let mut args = vec!["check", "--cycles", "30", "--json", "--plant", "open-failure-leaks-options", "--faults", "open.options=every:3"];
+    let mut args = vec![
+        "check",
+        "--cycles",
+        "30",
+        "--json",
+        "--plant",
+        "open-failure-leaks-options",
+        "--faults",
+        "open.options=every:3",
+    ];
     args.extend(SMALL);
     let out = leakcheck(&args);
     assert_eq!(code(&out), 1, "stderr: {}", String::from_utf8_lossy(&out.stderr));
@@ -265,7 +288,20 @@ fn profile_names_the_stack_of_a_raw_leak() {
     let dir = tempfile::tempdir().expect("tempdir");
     let rep = dir.path().join("report");
     let rep_s = rep.to_str().expect("utf-8 path");
-    let args = ["check", "--plant", "raw-malloc-per-cycle", "--cycles", "100", "--max-cycles", "100", "--profile", "14", "--json", "--report", rep_s];
+    let args = [
+        "check",
+        "--plant",
+        "raw-malloc-per-cycle",
+        "--cycles",
+        "100",
+        "--max-cycles",
+        "100",
+        "--profile",
+        "14",
+        "--json",
+        "--report",
+        rep_s,
+    ];
     let out = leakcheck(&args);
     // The stacks are the property here. Sampling at 2^14 moves the byte signals (README), so
     // beside other tests 100 cycles may end inconclusive (3) rather than leak (1); never clean.
@@ -297,5 +333,8 @@ fn sweep_fails_on_a_planted_leak_and_names_bad_paths() {
     let bad = leakcheck(&["sweep", "no-such-path"]);
     assert_eq!(code(&bad), 2);
     let err = String::from_utf8_lossy(&bad.stderr);
-    assert!(err.lines().count() == 1 && err.contains("no-such-path") && err.contains("create-cf-existing-fails"), "{err}");
+    assert!(
+        err.lines().count() == 1 && err.contains("no-such-path") && err.contains("create-cf-existing-fails"),
+        "{err}"
+    );
 }

@@ -38,9 +38,13 @@ fn at_planted_line(site: &str, planted_at: &str) -> bool {
 }
 
 fn run_clean(name: &str, seed: u64) -> CleanOutcome {
-    let out = Command::new(env!("CARGO_BIN_EXE_clean-store")).args([name, &seed.to_string()]).output().expect("spawn clean-store");
+    let out = Command::new(env!("CARGO_BIN_EXE_clean-store"))
+        .args([name, &seed.to_string()])
+        .output()
+        .expect("spawn clean-store");
     assert!(out.status.success(), "{name}: {}", String::from_utf8_lossy(&out.stderr));
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{name}: {e}: {}", String::from_utf8_lossy(&out.stdout)))
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{name}: {e}: {}", String::from_utf8_lossy(&out.stdout)))
 }
 
 enum Job {
@@ -57,19 +61,39 @@ enum Done {
 
 /// `leakcheck check --plant NAME --profile` (no `--plant` for the reference store), its report.
 fn run_profiled(m: &Mutant) -> RunReport {
-    let mut args = vec!["check", "--faults", PLAN, "--cycles", PROFILE_CYCLES, "--max-cycles", PROFILE_CYCLES, "--profile", PROFILE_LG, "--json"];
+    let mut args = vec![
+        "check",
+        "--faults",
+        PLAN,
+        "--cycles",
+        PROFILE_CYCLES,
+        "--max-cycles",
+        PROFILE_CYCLES,
+        "--profile",
+        PROFILE_LG,
+        "--json",
+    ];
     if m.name != "reference" {
         args.extend(["--plant", m.name]);
     }
     let out = Command::new(env!("CARGO_BIN_EXE_leakcheck")).args(&args).output().expect("spawn leakcheck");
-    assert!(matches!(out.status.code(), Some(0 | 1 | 3)), "{}: {:?}: {}", m.name, out.status, String::from_utf8_lossy(&out.stderr));
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{}: {e}: {}", m.name, String::from_utf8_lossy(&out.stderr)))
+    assert!(
+        matches!(out.status.code(), Some(0 | 1 | 3)),
+        "{}: {:?}: {}",
+        m.name,
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{}: {e}: {}", m.name, String::from_utf8_lossy(&out.stderr)))
 }
 
 fn run(name: &str) -> MutantOutcome {
-    let out = Command::new(env!("CARGO_BIN_EXE_leak-variant")).args([name, CYCLES]).output().expect("spawn leak-variant");
+    let out =
+        Command::new(env!("CARGO_BIN_EXE_leak-variant")).args([name, CYCLES]).output().expect("spawn leak-variant");
     assert!(out.status.success(), "{name}: {}", String::from_utf8_lossy(&out.stderr));
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{name}: {e}: {}", String::from_utf8_lossy(&out.stdout)))
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{name}: {e}: {}", String::from_utf8_lossy(&out.stdout)))
 }
 
 #[test]
@@ -116,7 +140,10 @@ fn every_variant_is_caught_and_every_clean_store_is_clean() {
         );
     }
 
-    println!("\n{:<26} {:>5} {:<13} {:>7} {:>8} {:>8}  bytes/cycle [interval]  not clean / warnings", "clean store", "seed", "verdict", "cycles", "faulted", "seconds");
+    println!(
+        "\n{:<26} {:>5} {:<13} {:>7} {:>8} {:>8}  bytes/cycle [interval]  not clean / warnings",
+        "clean store", "seed", "verdict", "cycles", "faulted", "seconds"
+    );
     for o in &clean {
         println!(
             "{:<26} {:>5} {:<13} {:>7} {:>8} {:>8.1}  {:<22}  {}",
@@ -148,12 +175,21 @@ fn every_variant_is_caught_and_every_clean_store_is_clean() {
             );
         }
     }
-    println!("\n{:<32} {:>12} {:>12} {:>12} {:>7} {:>6}  top functions of the heap's growth", "variant", "bytes/cycle", "cache fill", "unexpl. >=", "samples", "stacks");
+    println!(
+        "\n{:<32} {:>12} {:>12} {:>12} {:>7} {:>6}  top functions of the heap's growth",
+        "variant", "bytes/cycle", "cache fill", "unexpl. >=", "samples", "stacks"
+    );
     for (name, r) in &profiles {
         for f in r.heap_growth_by_function.iter().take(3) {
             println!(
                 "{:<32} {:>12.0} {:>12.0} {:>12.0} {:>7} {:>6}  {}",
-                name, f.bytes_per_cycle, f.explained_bytes_per_cycle, f.unexplained_lower_bytes_per_cycle, f.objects, f.stacks, f.function
+                name,
+                f.bytes_per_cycle,
+                f.explained_bytes_per_cycle,
+                f.unexplained_lower_bytes_per_cycle,
+                f.objects,
+                f.stacks,
+                f.function
             );
         }
     }
@@ -221,11 +257,20 @@ fn every_variant_is_caught_and_every_clean_store_is_clean() {
     }
     // Every planted leak ran where the catalog put it.
     for m in CATALOG.iter().filter(|m| !m.expected.is_empty()) {
-        assert!(results[m.name].planted_at.as_deref().is_some_and(|a| a.starts_with(STORE_PATH)), "{}: {:?}", m.name, results[m.name].planted_at);
+        assert!(
+            results[m.name].planted_at.as_deref().is_some_and(|a| a.starts_with(STORE_PATH)),
+            "{}: {:?}",
+            m.name,
+            results[m.name].planted_at
+        );
     }
     // Owner paths name the task and segment the leaked handles belonged to.
     for name in ["marker-failure-skips-release", "segment-never-closed", "open-failure-leaks-options"] {
-        assert!(results[name].owners.iter().any(|o| o.starts_with("task 0_") && o.contains("segment")), "{name}: {:?}", results[name].owners);
+        assert!(
+            results[name].owners.iter().any(|o| o.starts_with("task 0_") && o.contains("segment")),
+            "{name}: {:?}",
+            results[name].owners
+        );
     }
     // Where only the bytes see a leak, the heap profile names it: a top-three stack of the growth
     // through the catalog's function, proven above the byte tolerance by its samples; and the
@@ -234,24 +279,47 @@ fn every_variant_is_caught_and_every_clean_store_is_clean() {
         // A leak of bytes per cycle the heap profile resolves in 60 cycles names its stack; the
         // growth rule's small and rare leaks are below that resolution.
         if m.expected == [Class::Bytes] && m.run_as == RunAs::Fixed {
-            assert!(m.heap_stack.is_some(), "{}: a leak only the bytes see must name its heap stack in the catalog", m.name);
+            assert!(
+                m.heap_stack.is_some(),
+                "{}: a leak only the bytes see must name its heap stack in the catalog",
+                m.name
+            );
         }
         let Some(r) = profiles.get(m.name) else { continue };
         match m.heap_stack {
             Some(function) => {
                 let named = r.heap_stack_naming(function, 3);
-                let named = named.unwrap_or_else(|| panic!("{}: no top-3 stack names {function}: {:#?}", m.name, r.heap_growth));
-                assert!(named.unexplained_lower_bytes_per_cycle() > tolerance, "{}: {function} not proven above {tolerance} B/cycle: {named:?}", m.name);
+                let named = named
+                    .unwrap_or_else(|| panic!("{}: no top-3 stack names {function}: {:#?}", m.name, r.heap_growth));
+                assert!(
+                    named.unexplained_lower_bytes_per_cycle() > tolerance,
+                    "{}: {function} not proven above {tolerance} B/cycle: {named:?}",
+                    m.name
+                );
                 // Summed over its stacks, the planting function is the first of the growth.
                 let first = r.heap_function_naming(function, 1);
-                let first = first.unwrap_or_else(|| panic!("{}: {function} is not the first function: {:#?}", m.name, r.heap_growth_by_function));
-                assert!(first.unexplained_lower_bytes_per_cycle > tolerance, "{}: {function} not proven above {tolerance} B/cycle: {first:?}", m.name);
+                let first = first.unwrap_or_else(|| {
+                    panic!("{}: {function} is not the first function: {:#?}", m.name, r.heap_growth_by_function)
+                });
+                assert!(
+                    first.unexplained_lower_bytes_per_cycle > tolerance,
+                    "{}: {function} not proven above {tolerance} B/cycle: {first:?}",
+                    m.name
+                );
             }
             None => {
-                let above: Vec<_> = r.heap_growth.iter().filter(|g| g.unexplained_lower_bytes_per_cycle() > tolerance).collect();
+                let above: Vec<_> =
+                    r.heap_growth.iter().filter(|g| g.unexplained_lower_bytes_per_cycle() > tolerance).collect();
                 assert!(above.is_empty(), "the reference store's heap grew above {tolerance} B/cycle: {above:#?}");
-                let above: Vec<_> = r.heap_growth_by_function.iter().filter(|f| f.unexplained_lower_bytes_per_cycle > tolerance).collect();
-                assert!(above.is_empty(), "a function of the reference store grew above {tolerance} B/cycle: {above:#?}");
+                let above: Vec<_> = r
+                    .heap_growth_by_function
+                    .iter()
+                    .filter(|f| f.unexplained_lower_bytes_per_cycle > tolerance)
+                    .collect();
+                assert!(
+                    above.is_empty(),
+                    "a function of the reference store grew above {tolerance} B/cycle: {above:#?}"
+                );
             }
         }
     }

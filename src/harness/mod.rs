@@ -4,7 +4,6 @@
 //! Users implement [`Lifecycle`] for their own store. The reference store (a segmented store
 //! modelled on Kafka Streams' window stores) and the catalogs live in the `leak-tests` package.
 
-
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::ops::ControlFlow;
@@ -17,7 +16,10 @@ use serde::{Deserialize, Serialize};
 use crate::fault::{matrix_plans, FaultPlan, FaultPlanError, Faults};
 use crate::probe::jemalloc::ThreadCounters;
 use crate::probe::{ProbeError, RocksDbMemory};
-use crate::verdict::{mean_shift, shift_verdict, Analysis, AnalysisConfig, CycleFacts, CycleSample, Look, Looks, Rule, RunVerdict, SignalVerdict, Verdict};
+use crate::verdict::{
+    mean_shift, shift_verdict, Analysis, AnalysisConfig, CycleFacts, CycleSample, Look, Looks, Rule, RunVerdict,
+    SignalVerdict, Verdict,
+};
 use crate::{HandleKind, LeakReport, Ledger, Probe, Sample, Settle, Signal, SignalId};
 
 /// What a cycle's code gets: which cycle, the ledger to register handles in, the faults to check.
@@ -666,7 +668,8 @@ impl Harness {
         let unavailable = (cfg.allocator_check)().err();
         let mut bk = Bookkeeping::new();
         let mut swallowed_total = ledger.swallowed_count();
-        let mut records = bk.track(|| Vec::with_capacity(if cfg.keep_records { cfg.cycles.min(10_000) as usize } else { 0 }));
+        let mut records =
+            bk.track(|| Vec::with_capacity(if cfg.keep_records { cfg.cycles.min(10_000) as usize } else { 0 }));
         let mut samples = bk.track(|| Thinned::new(if cfg.keep_records { usize::MAX } else { MAX_SOAK_SAMPLES }));
         let mut analysis = bk.track(|| Analysis::new(judged_cfg));
         let mut judged: Option<RunVerdict> = None;
@@ -678,7 +681,8 @@ impl Harness {
         bk.track(|| analysis.baseline(&baseline));
         let target = baseline.clone();
         for cycle in 0..cfg.cycles {
-            let mut record = run_cycle(store, ledger, &faults, cycle, cfg, &mut swallowed_total, &mut bk, &mut patience);
+            let mut record =
+                run_cycle(store, ledger, &faults, cycle, cfg, &mut swallowed_total, &mut bk, &mut patience);
             bk.track(|| {
                 shared.observe(ledger, &mut record);
                 analysis.record(&record.facts());
@@ -710,7 +714,9 @@ impl Harness {
                 analysis: &analysis,
                 judged: judged.as_ref().filter(|_| look.is_some()),
             };
-            let decided = cfg.decide_after.is_some() && look.is_some() && judged.as_ref().is_some_and(|v| v.verdict != Verdict::Inconclusive);
+            let decided = cfg.decide_after.is_some()
+                && look.is_some()
+                && judged.as_ref().is_some_and(|v| v.verdict != Verdict::Inconclusive);
             let stop = observe(&progress).is_break() || decided;
             bk.track(|| {
                 if let Some(s) = sampled {
@@ -791,8 +797,10 @@ impl Harness {
         // Per plan: its first cycle, replaced by the first unclean one (so the entry is clean
         // exactly when the record it keeps is).
         let mut kept: Vec<Option<CycleRecord>> = vec![None; plans.len()];
-        let mut changes: Vec<Vec<f64>> = bk.track(|| vec![Vec::with_capacity(cfg.matrix_repeats as usize); plans.len()]);
-        let mut reference: Vec<f64> = bk.track(|| Vec::with_capacity(cfg.matrix_repeats as usize * plans.len() / 3 + 1));
+        let mut changes: Vec<Vec<f64>> =
+            bk.track(|| vec![Vec::with_capacity(cfg.matrix_repeats as usize); plans.len()]);
+        let mut reference: Vec<f64> =
+            bk.track(|| Vec::with_capacity(cfg.matrix_repeats as usize * plans.len() / 3 + 1));
         let mut warmup_unclean = None;
         let judged = cfg.matrix_repeats >= MIN_MATRIX_REPEATS;
         if judged {
@@ -839,12 +847,20 @@ impl Harness {
             .iter()
             .enumerate()
             .map(|(i, plan)| {
-                let bytes = (judged && changes[i].len() >= MIN_MATRIX_REPEATS as usize && reference.len() >= MIN_MATRIX_REPEATS as usize)
+                let bytes = (judged
+                    && changes[i].len() >= MIN_MATRIX_REPEATS as usize
+                    && reference.len() >= MIN_MATRIX_REPEATS as usize)
                     .then(|| matrix_bytes(&plan.to_string(), &changes[i], &reference, tolerance, alpha));
                 let record = kept[i].take().unwrap_or_else(|| discovery.clone());
                 let records_clean = record_clean(&record);
                 let leaks_bytes = bytes.as_ref().is_some_and(|b| b.verdict == Verdict::Leak);
-                MatrixEntry { plan: plan.to_string(), clean: records_clean && !leaks_bytes, record, bytes, repeats: cfg.matrix_repeats.max(1) }
+                MatrixEntry {
+                    plan: plan.to_string(),
+                    clean: records_clean && !leaks_bytes,
+                    record,
+                    bytes,
+                    repeats: cfg.matrix_repeats.max(1),
+                }
             })
             .collect();
         MatrixReport { points: points.into_iter().collect(), discovery, entries, clean_cycles_unclean: warmup_unclean }

@@ -3,7 +3,7 @@
 use std::fmt;
 use std::time::{Duration, Instant};
 
-use super::{Ledger, LeakReport};
+use super::{LeakReport, Ledger};
 
 /// How long to wait before calling something leaked, for handles and for memory samples alike.
 /// Background work (a RocksDB compaction thread finishing, another thread dropping its iterator, a

@@ -75,9 +75,9 @@ impl Depth {
         match std::env::var(DEPTH_ENV) {
             Ok(v) => v.parse().map(Some),
             Err(std::env::VarError::NotPresent) => Ok(None),
-            Err(std::env::VarError::NotUnicode(v)) => Err(LedgerError::BadDepth {
-                value: v.to_string_lossy().into_owned(),
-            }),
+            Err(std::env::VarError::NotUnicode(v)) => {
+                Err(LedgerError::BadDepth { value: v.to_string_lossy().into_owned() })
+            }
         }
     }
 }
@@ -365,12 +365,7 @@ impl Ledger {
             if created > 0 {
                 out.insert(
                     kind,
-                    KindCounts {
-                        created,
-                        released,
-                        live: created.saturating_sub(released),
-                        declared_shared: shared,
-                    },
+                    KindCounts { created, released, live: created.saturating_sub(released), declared_shared: shared },
                 );
             }
         };
@@ -382,7 +377,6 @@ impl Ledger {
         }
         out
     }
-
 }
 
 enum CounterRef {

@@ -262,7 +262,14 @@ impl fmt::Display for LeakReport {
         if !self.swallowed_close_errors.is_empty() {
             writeln!(f, "swallowed close errors (dropped without being looked at):")?;
             for s in &self.swallowed_close_errors {
-                writeln!(f, "  {} at {}{}: {}", s.what, s.site, s.owner.as_deref().map(|o| format!(" ({o})")).unwrap_or_default(), s.error)?;
+                writeln!(
+                    f,
+                    "  {} at {}{}: {}",
+                    s.what,
+                    s.site,
+                    s.owner.as_deref().map(|o| format!(" ({o})")).unwrap_or_default(),
+                    s.error
+                )?;
             }
         }
         if !self.kinds.is_empty() {

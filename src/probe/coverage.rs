@@ -36,11 +36,7 @@ pub fn check_malloc_coverage() -> Result<Coverage, ProbeError> {
     let allocated_delta_bytes = after? as i64 - before as i64;
     let coverage = Coverage { native_bytes: requested_bytes, allocated_delta_bytes };
     if allocated_delta_bytes < (requested_bytes as i64) * 9 / 10 {
-        return Err(ProbeError::MallocNotRouted {
-            requested_bytes,
-            allocated_delta_bytes,
-            diagnosis: diagnose(),
-        });
+        return Err(ProbeError::MallocNotRouted { requested_bytes, allocated_delta_bytes, diagnosis: diagnose() });
     }
     Ok(coverage)
 }

@@ -49,7 +49,10 @@ pub fn available() -> bool {
 /// [`ProbeError::Profiling`] when jemalloc was started without profiling, with what to set.
 pub fn start(lg_sample: u32) -> Result<(), ProbeError> {
     require_available()?;
-    let fail = |what: &str, e: tikv_jemalloc_ctl::Error| ProbeError::Profiling { problem: format!("{what}: {e}"), fix: String::new() };
+    let fail = |what: &str, e: tikv_jemalloc_ctl::Error| ProbeError::Profiling {
+        problem: format!("{what}: {e}"),
+        fix: String::new(),
+    };
     crate::sys::mallctl_write(c"prof.reset", lg_sample as usize).map_err(|e| fail("prof.reset", e))?;
     crate::sys::mallctl_write(c"prof.active", true).map_err(|e| fail("prof.active", e))
 }
@@ -221,7 +224,8 @@ impl HeapProfile {
                 let stack: Option<Vec<u64>> = addrs.split_whitespace().map(hex).collect();
                 current = Some(stack.ok_or_else(|| bad(n, format!("a stack address is not hex: `{line}`")))?);
             } else if let Some(rest) = line.strip_prefix("t*:") {
-                let c = counts(rest).ok_or_else(|| bad(n, format!("expected `t*: <objects>: <bytes> [..]`, found `{line}`")))?;
+                let c = counts(rest)
+                    .ok_or_else(|| bad(n, format!("expected `t*: <objects>: <bytes> [..]`, found `{line}`")))?;
                 if let Some(stack) = current.take() {
                     let slot = profile.stacks.entry(stack).or_default();
                     slot.objects += c.objects;
@@ -359,10 +363,8 @@ pub fn resolve(address: u64) -> Vec<Frame> {
 /// inner end left out (`function (file:line)` where debug info has them).
 pub fn named_frames(stack: &[u64], resolve: &dyn Fn(u64) -> Vec<Frame>) -> Vec<String> {
     let frames: Vec<Frame> = stack.iter().flat_map(|a| resolve(*a)).collect();
-    let first = frames
-        .iter()
-        .position(|f| !super::stacks::is_allocator(f.function.trim_start_matches('<')))
-        .unwrap_or(0);
+    let first =
+        frames.iter().position(|f| !super::stacks::is_allocator(f.function.trim_start_matches('<'))).unwrap_or(0);
     frames[first..]
         .iter()
         .map(|f| match (&f.file, f.line) {
@@ -439,7 +441,11 @@ pub fn flame_svg(growth: &[StackGrowth], resolve: &dyn Fn(u64) -> Vec<Frame>, ti
         ));
         let chars = ((width - 4.0) / 7.0).floor() as usize;
         if chars >= 3 {
-            let label: String = if name.chars().count() > chars { name.chars().take(chars.saturating_sub(2)).chain("..".chars()).collect() } else { name.to_string() };
+            let label: String = if name.chars().count() > chars {
+                name.chars().take(chars.saturating_sub(2)).chain("..".chars()).collect()
+            } else {
+                name.to_string()
+            };
             out.push_str(&format!("<text x=\"{:.1}\" y=\"{:.1}\">{}</text>", x + 2.0, y + ROW - 4.0, esc(&label)));
         }
         out.push_str("</g>\n");
@@ -595,7 +601,10 @@ MAPPED_LIBRARIES:
         let ips = a_named_function();
         let names: Vec<String> = ips.iter().flat_map(|a| resolve(*a)).map(|f| f.function).collect();
         assert!(names.iter().any(|n| n.ends_with("a_named_function")), "{names:?}");
-        assert!(names.iter().any(|n| n.ends_with("return_addresses_of_this_process_resolve_to_their_functions")), "{names:?}");
+        assert!(
+            names.iter().any(|n| n.ends_with("return_addresses_of_this_process_resolve_to_their_functions")),
+            "{names:?}"
+        );
         assert_eq!(resolve(8)[0].function, "0x8", "an unmapped address stays an address");
     }
 
@@ -609,7 +618,8 @@ MAPPED_LIBRARIES:
 
     #[test]
     fn bad_dumps_name_the_line() {
-        for (text, line) in [("", 1), ("heap_v1/3\n", 1), ("heap_v2/8\n@ 0xzz\n", 2), ("heap_v2/8\n@ 0x1\n t*: x\n", 3)] {
+        for (text, line) in [("", 1), ("heap_v1/3\n", 1), ("heap_v2/8\n@ 0xzz\n", 2), ("heap_v2/8\n@ 0x1\n t*: x\n", 3)]
+        {
             match HeapProfile::parse(text) {
                 Err(ProbeError::HeapProfile { line: l, .. }) => assert_eq!(l, line, "{text:?}"),
                 other => panic!("{text:?}: {other:?}"),
@@ -648,7 +658,10 @@ MAPPED_LIBRARIES:
         // Read the other way, every stack changed or not is there, the shrinking ones negative.
         let mut back = early.changes_since(&late, 40);
         back.sort_by(|a, b| a.stack.cmp(&b.stack));
-        assert_eq!(back.iter().map(|c| (c.objects, c.lower_bytes_per_cycle)).collect::<Vec<_>>(), vec![(-40, 0.0), (0, 0.0), (-1, 0.0)]);
+        assert_eq!(
+            back.iter().map(|c| (c.objects, c.lower_bytes_per_cycle)).collect::<Vec<_>>(),
+            vec![(-40, 0.0), (0, 0.0), (-1, 0.0)]
+        );
         assert!(back[0].bytes < 0.0);
     }
 

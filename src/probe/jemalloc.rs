@@ -6,7 +6,6 @@
 
 use std::ffi::CStr;
 
-
 use serde::{Deserialize, Serialize};
 use tikv_jemalloc_ctl::{epoch, stats};
 
@@ -85,15 +84,14 @@ pub fn read(purge: bool) -> Result<JemallocStats, ProbeError> {
 /// Bytes of freed objects held in every thread's cache (as of the last epoch advance).
 fn tcache_bytes() -> Result<u64, ProbeError> {
     crate::sys::mallctl_read_size(TCACHE_BYTES_ALL_ARENAS)
-        .map(|v| v as u64).map_err(|e| ProbeError::jemalloc("stats.arenas.<all>.tcache_bytes", e))
+        .map(|v| v as u64)
+        .map_err(|e| ProbeError::jemalloc("stats.arenas.<all>.tcache_bytes", e))
 }
 
 /// Reads only `stats.allocated` (after advancing the epoch): the cheapest trend signal.
 pub fn allocated_bytes() -> Result<u64, ProbeError> {
     epoch::advance().map_err(|e| ProbeError::jemalloc("epoch", e))?;
-    stats::allocated::read()
-        .map(|v| v as u64)
-        .map_err(|e| ProbeError::jemalloc("stats.allocated", e))
+    stats::allocated::read().map(|v| v as u64).map_err(|e| ProbeError::jemalloc("stats.allocated", e))
 }
 
 /// Flushes the calling thread's cache, then purges the dirty and muzzy pages of every arena.

@@ -8,26 +8,26 @@
 mod coverage;
 #[cfg(feature = "profiling")]
 pub mod heap;
-pub mod stacks;
 pub mod jemalloc;
 pub mod process;
 #[cfg(feature = "rocksdb")]
 pub mod rocksdb;
+pub mod stacks;
 
+use crate::Settle;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
-use crate::Settle;
 
 use serde::{Deserialize, Serialize};
 
-pub use coverage::{check_malloc_coverage, Coverage};
-#[cfg(feature = "rocksdb")]
-pub use coverage::check_rocksdb_coverage;
-pub use jemalloc::JemallocStats;
-pub use process::ProcessStats;
 #[cfg(feature = "rocksdb")]
 pub use self::rocksdb::MemoryConsumers;
+#[cfg(feature = "rocksdb")]
+pub use coverage::check_rocksdb_coverage;
+pub use coverage::{check_malloc_coverage, Coverage};
+pub use jemalloc::JemallocStats;
+pub use process::ProcessStats;
 
 /// Why a probe could not read something, or why native allocations are not visible to it (the
 /// coverage checks, [`check_malloc_coverage`]).

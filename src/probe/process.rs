@@ -196,7 +196,10 @@ mod tests {
 7f0000002000-7f0000003000 r--s 00000000 fd:01 3 /data/store2/000014.sst
 7f0000003000-7f0000004000 rw-p 00000000 00:00 0
 ";
-        assert_eq!(count_maps(text, Some(Path::new("/data/store"))), MapCounts { all: 4, files: 3, under_dir: Some(2) });
+        assert_eq!(
+            count_maps(text, Some(Path::new("/data/store"))),
+            MapCounts { all: 4, files: 3, under_dir: Some(2) }
+        );
         assert_eq!(count_maps(text, None), MapCounts { all: 4, files: 3, under_dir: None });
     }
 

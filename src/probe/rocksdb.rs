@@ -45,7 +45,10 @@ pub struct MemoryConsumers<'a> {
 
 impl std::fmt::Debug for MemoryConsumers<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("MemoryConsumers").field("caches", &self.caches.len()).field("managers", &self.managers.len()).finish_non_exhaustive()
+        f.debug_struct("MemoryConsumers")
+            .field("caches", &self.caches.len())
+            .field("managers", &self.managers.len())
+            .finish_non_exhaustive()
     }
 }
 
@@ -55,7 +58,12 @@ impl<'a> MemoryConsumers<'a> {
     /// # Errors
     /// RocksDB's error when its accounting object cannot be made.
     pub fn new() -> Result<Self, rocksdb::Error> {
-        Ok(MemoryConsumers { builder: MemoryUsageBuilder::new()?, files: Vec::new(), caches: Vec::new(), managers: Vec::new() })
+        Ok(MemoryConsumers {
+            builder: MemoryUsageBuilder::new()?,
+            files: Vec::new(),
+            caches: Vec::new(),
+            managers: Vec::new(),
+        })
     }
 
     /// Adds a live DB (its memtables, table readers and the block caches of its column families).

@@ -7,9 +7,28 @@
 /// (`__rustc::` is the prefix of the global allocator's shims in recent Rust; `irallocx`,
 /// `ixallocx` are jemalloc's reallocation paths.)
 const ALLOCATOR: [&str; 22] = [
-    "prof_", "je_", "_rjem_", "do_rallocx", "imalloc", "ialloc", "irallocx", "ixallocx", "malloc", "calloc", "realloc",
-    "posix_memalign", "aligned_alloc", "operator new", "__rust_alloc", "__rust_realloc", "__rustc::", "__rdl_", "__rg_",
-    "alloc::alloc::", "alloc::raw_vec::", "tikv_jemallocator",
+    "prof_",
+    "je_",
+    "_rjem_",
+    "do_rallocx",
+    "imalloc",
+    "ialloc",
+    "irallocx",
+    "ixallocx",
+    "malloc",
+    "calloc",
+    "realloc",
+    "posix_memalign",
+    "aligned_alloc",
+    "operator new",
+    "__rust_alloc",
+    "__rust_realloc",
+    "__rustc::",
+    "__rdl_",
+    "__rg_",
+    "alloc::alloc::",
+    "alloc::raw_vec::",
+    "tikv_jemallocator",
 ];
 
 /// Library frames between an allocation and the code that asked for it.
@@ -33,8 +52,10 @@ pub fn is_leakcheck_bookkeeping(frames: &[String]) -> bool {
 }
 
 /// Primitive types, whose impls (`<u8 as ..>`, `<[u8]>::to_vec_in`) are the standard library's.
-const PRIMITIVES: [&str; 17] =
-    ["u8", "u16", "u32", "u64", "u128", "usize", "i8", "i16", "i32", "i64", "i128", "isize", "f32", "f64", "bool", "char", "str"];
+const PRIMITIVES: [&str; 17] = [
+    "u8", "u16", "u32", "u64", "u128", "usize", "i8", "i16", "i32", "i64", "i128", "isize", "f32", "f64", "bool",
+    "char", "str",
+];
 
 /// Whether a frame (as [`function_path`] reads it) is the allocator's or the standard library's.
 fn is_library(path: &str) -> bool {
@@ -51,7 +72,9 @@ pub(crate) fn is_allocator(path: &str) -> bool {
 /// (`Submit(std::function<void ()>, ..)`).
 pub fn split_location(frame: &str) -> (&str, Option<&str>) {
     let located = frame.strip_suffix(')').and_then(|f| f.rsplit_once(" (")).filter(|(_, place)| {
-        place.rsplit_once(':').is_some_and(|(file, line)| !file.is_empty() && !line.is_empty() && line.bytes().all(|b| b.is_ascii_digit()))
+        place.rsplit_once(':').is_some_and(|(file, line)| {
+            !file.is_empty() && !line.is_empty() && line.bytes().all(|b| b.is_ascii_digit())
+        })
     });
     match located {
         Some((function, place)) => (function, Some(place)),
@@ -176,7 +199,11 @@ mod tests {
             "leakcheck::fault::Faults::take_fired::{{closure}}::{{closure}}",
         ]);
         assert!(is_leakcheck_bookkeeping(&clone));
-        let native = frames(&["rocksdb_options_create", "leak_tests::reference::ReferenceStore::offsets_options", "leakcheck::harness::run_cycle"]);
+        let native = frames(&[
+            "rocksdb_options_create",
+            "leak_tests::reference::ReferenceStore::offsets_options",
+            "leakcheck::harness::run_cycle",
+        ]);
         assert!(is_leakcheck_bookkeeping(&record));
         assert!(is_leakcheck_bookkeeping(&error_text));
         assert!(!is_leakcheck_bookkeeping(&store));
@@ -190,8 +217,14 @@ mod tests {
             "std::enable_if<(true), rocksdb::Status>::type rocksdb::BlockBasedTable::MaybeReadBlockAndLoadToCache<rocksdb::Block_kData>(rocksdb::FilePrefetchBuffer*) const",
             "rocksdb::DBImpl::Get(rocksdb::ReadOptions const&)",
         ]);
-        let handle = frames(&["rocksdb::lru_cache::LRUCacheShard::CreateHandle(rocksdb::Slice const&)", "rocksdb::BlockBasedTable::PutDataBlockToCache<rocksdb::Block_kData>()"]);
-        let uncached = frames(&["rocksdb::BlockFetcher::ReadBlock(bool)", "rocksdb::BlockBasedTable::ReadAndParseBlockFromFile()"]);
+        let handle = frames(&[
+            "rocksdb::lru_cache::LRUCacheShard::CreateHandle(rocksdb::Slice const&)",
+            "rocksdb::BlockBasedTable::PutDataBlockToCache<rocksdb::Block_kData>()",
+        ]);
+        let uncached = frames(&[
+            "rocksdb::BlockFetcher::ReadBlock(bool)",
+            "rocksdb::BlockBasedTable::ReadAndParseBlockFromFile()",
+        ]);
         let options = frames(&["rocksdb_options_create", "kv_service::KvService::options (/work/kv/src/lib.rs:112)"]);
         assert!(fills_a_block_cache(&fill));
         assert!(fills_a_block_cache(&handle));
@@ -229,7 +262,8 @@ mod tests {
         ]);
         assert_eq!(split_location(&cpp[0]), (cpp[0].as_str(), None));
         assert_eq!(own_function(&cpp), Some("kv_service::KvService::open_db"));
-        let tls = frames(&["allocate_dtv (./elf/../elf/dl-tls.c:401)", "__GI__dl_allocate_tls (./elf/../elf/dl-tls.c:670)"]);
+        let tls =
+            frames(&["allocate_dtv (./elf/../elf/dl-tls.c:401)", "__GI__dl_allocate_tls (./elf/../elf/dl-tls.c:670)"]);
         assert_eq!(own_function(&tls), None);
     }
 }

@@ -365,7 +365,8 @@ fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> ReportError + '_ {
 /// The I/O error, naming the file.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), ReportError> {
     let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let mut tmp = tempfile::Builder::new().prefix(".leakcheck-").suffix(".tmp").tempfile_in(dir).map_err(io_err(dir))?;
+    let mut tmp =
+        tempfile::Builder::new().prefix(".leakcheck-").suffix(".tmp").tempfile_in(dir).map_err(io_err(dir))?;
     tmp.write_all(bytes).map_err(io_err(path))?;
     tmp.as_file().sync_all().map_err(io_err(path))?;
     tmp.persist(path).map_err(|e| ReportError::Io { path: path.to_path_buf(), source: e.error })?;
@@ -641,7 +642,8 @@ pub fn write_dir(dir: &Path, report: &RunReport, samples: &[CycleSample]) -> Res
 /// # Errors
 /// The I/O error, naming the file.
 pub fn write_report_json(dir: &Path, report: &RunReport) -> Result<(), ReportError> {
-    let json = serde_json::to_vec_pretty(report).map_err(|source| ReportError::Parse { path: dir.join(REPORT_FILE), source })?;
+    let json = serde_json::to_vec_pretty(report)
+        .map_err(|source| ReportError::Parse { path: dir.join(REPORT_FILE), source })?;
     write_atomic(&dir.join(REPORT_FILE), &json)
 }
 
@@ -656,7 +658,9 @@ pub fn read(path: &Path) -> Result<RunReport, ReportError> {
     let found = value.get("schema_version").and_then(serde_json::Value::as_u64);
     match found {
         Some(v) if v == u64::from(SCHEMA_VERSION) => {}
-        Some(v) => return Err(ReportError::SchemaVersion { path: path.to_path_buf(), found: v, expected: SCHEMA_VERSION }),
+        Some(v) => {
+            return Err(ReportError::SchemaVersion { path: path.to_path_buf(), found: v, expected: SCHEMA_VERSION })
+        }
         None => {
             return Err(ReportError::Parse {
                 path: path.to_path_buf(),
@@ -760,7 +764,13 @@ mod tests {
             maps_under_dir: Some(0),
             file_maps: Some(25),
         };
-        let s = Sample { monotonic_ns: c * 1000, jemalloc: Some(jemalloc), process, rocksdb: Some(rocksdb), bookkeeping_bytes: Some(4096 + 64 * c as i64) };
+        let s = Sample {
+            monotonic_ns: c * 1000,
+            jemalloc: Some(jemalloc),
+            process,
+            rocksdb: Some(rocksdb),
+            bookkeeping_bytes: Some(4096 + 64 * c as i64),
+        };
         let handles = if c == 70 { [("Options".to_string(), 2)].into_iter().collect() } else { BTreeMap::new() };
         CycleSample::new(c, s, handles, c != 3)
     }
@@ -794,7 +804,11 @@ mod tests {
         let samples: Vec<CycleSample> = (0..5)
             .map(|c| {
                 let mut s = sample(c);
-                s.sample.rocksdb = s.sample.rocksdb.map(|r| RocksDbMemory { cache_reserved_bytes: 0, cache_over_capacity_bytes: 0, ..r });
+                s.sample.rocksdb = s.sample.rocksdb.map(|r| RocksDbMemory {
+                    cache_reserved_bytes: 0,
+                    cache_over_capacity_bytes: 0,
+                    ..r
+                });
                 s
             })
             .collect();
@@ -803,8 +817,10 @@ mod tests {
         let old: String = text.lines().map(|l| l.split(',').take(keep).collect::<Vec<_>>().join(",") + "\n").collect();
         let back = parse_samples_csv(&old).expect("parse");
         for (a, b) in samples.iter().zip(&back) {
-            assert_eq!(a.sample.explained_bytes() - a.sample.rocksdb.map_or(0, |r| r.explained_bytes() as i64),
-                b.sample.explained_bytes() - b.sample.rocksdb.map_or(0, |r| r.explained_bytes() as i64));
+            assert_eq!(
+                a.sample.explained_bytes() - a.sample.rocksdb.map_or(0, |r| r.explained_bytes() as i64),
+                b.sample.explained_bytes() - b.sample.rocksdb.map_or(0, |r| r.explained_bytes() as i64)
+            );
             assert_eq!(b.sample.process.file_maps, None);
         }
     }

@@ -62,7 +62,8 @@ fn panel(out: &mut String, top: f64, title: &str, series: &[Series], bytes: bool
         ymin = ymin.min(y);
         ymax = ymax.max(y);
     }
-    let _ = writeln!(out, r#"<text x="{x0}" y="{}" font-size="15" font-weight="bold">{}</text>"#, top + 20.0, esc(title));
+    let _ =
+        writeln!(out, r#"<text x="{x0}" y="{}" font-size="15" font-weight="bold">{}</text>"#, top + 20.0, esc(title));
     if xmin > xmax {
         let _ = writeln!(out, r#"<text x="{x0}" y="{}" font-size="12">no data</text>"#, (y0 + y1) / 2.0);
         return;
@@ -78,18 +79,35 @@ fn panel(out: &mut String, top: f64, title: &str, series: &[Series], bytes: bool
     let (ymin, ymax) = (ymin - pad, ymax + pad);
     let sx = |x: f64| x0 + (x - xmin) / (xmax - xmin) * (x1 - x0);
     let sy = |y: f64| y1 - (y - ymin) / (ymax - ymin) * (y1 - y0);
-    let _ = writeln!(out, r##"<rect x="{x0}" y="{y0}" width="{}" height="{}" fill="#fbfbfb" stroke="#999"/>"##, x1 - x0, y1 - y0);
+    let _ = writeln!(
+        out,
+        r##"<rect x="{x0}" y="{y0}" width="{}" height="{}" fill="#fbfbfb" stroke="#999"/>"##,
+        x1 - x0,
+        y1 - y0
+    );
     for i in 0..=4 {
         let f = f64::from(i) / 4.0;
         let y = ymin + f * (ymax - ymin);
         let py = sy(y);
         let _ = writeln!(out, r##"<line x1="{x0}" y1="{py:.1}" x2="{x1}" y2="{py:.1}" stroke="#e4e4e4"/>"##);
-        let _ = writeln!(out, r#"<text x="{}" y="{:.1}" font-size="11" text-anchor="end">{}</text>"#, x0 - 6.0, py + 4.0, esc(&human(y, bytes)));
+        let _ = writeln!(
+            out,
+            r#"<text x="{}" y="{:.1}" font-size="11" text-anchor="end">{}</text>"#,
+            x0 - 6.0,
+            py + 4.0,
+            esc(&human(y, bytes))
+        );
         let x = xmin + f * (xmax - xmin);
         let px = sx(x);
-        let _ = writeln!(out, r#"<text x="{px:.1}" y="{}" font-size="11" text-anchor="middle">{x:.0}</text>"#, y1 + 16.0);
+        let _ =
+            writeln!(out, r#"<text x="{px:.1}" y="{}" font-size="11" text-anchor="middle">{x:.0}</text>"#, y1 + 16.0);
     }
-    let _ = writeln!(out, r#"<text x="{}" y="{}" font-size="11" text-anchor="middle">cycle</text>"#, (x0 + x1) / 2.0, y1 + 30.0);
+    let _ = writeln!(
+        out,
+        r#"<text x="{}" y="{}" font-size="11" text-anchor="middle">cycle</text>"#,
+        (x0 + x1) / 2.0,
+        y1 + 30.0
+    );
     for (i, s) in series.iter().enumerate() {
         let color = COLORS[i % COLORS.len()];
         if s.points.is_empty() {
@@ -102,21 +120,35 @@ fn panel(out: &mut String, top: f64, title: &str, series: &[Series], bytes: bool
         let dash = if s.dashed { r#" stroke-dasharray="6,4""# } else { "" };
         let _ = writeln!(out, r#"<path d="{d}" fill="none" stroke="{color}" stroke-width="1.6"{dash}/>"#);
         let ly = y0 + 14.0 + i as f64 * 18.0;
-        let _ = writeln!(out, r#"<line x1="{}" y1="{ly}" x2="{}" y2="{ly}" stroke="{color}" stroke-width="3"{dash}/>"#, x1 + 12.0, x1 + 32.0);
+        let _ = writeln!(
+            out,
+            r#"<line x1="{}" y1="{ly}" x2="{}" y2="{ly}" stroke="{color}" stroke-width="3"{dash}/>"#,
+            x1 + 12.0,
+            x1 + 32.0
+        );
         let _ = writeln!(out, r#"<text x="{}" y="{}" font-size="11">{}</text>"#, x1 + 38.0, ly + 4.0, esc(&s.name));
     }
 }
 
 fn series_of(samples: &[CycleSample], name: &str, f: impl Fn(&CycleSample) -> Option<f64>) -> Series {
-    Series { name: name.to_string(), points: samples.iter().filter_map(|c| Some((c.cycle as f64, f(c)?))).collect(), dashed: false }
+    Series {
+        name: name.to_string(),
+        points: samples.iter().filter_map(|c| Some((c.cycle as f64, f(c)?))).collect(),
+        dashed: false,
+    }
 }
 
 /// The later part's growth per cycle as a line through the median intercept of its points.
-fn fit_line(samples: &[CycleSample], report: &RunReport, value: impl Fn(&CycleSample) -> Option<f64>) -> Option<Series> {
+fn fit_line(
+    samples: &[CycleSample],
+    report: &RunReport,
+    value: impl Fn(&CycleSample) -> Option<f64>,
+) -> Option<Series> {
     let signal = report.bytes_signal()?;
     let slope = signal.estimate?.value;
     let from = signal.growth.map_or(0, |g| g.from_cycle);
-    let pts: Vec<(f64, f64)> = samples.iter().filter(|c| c.cycle >= from).filter_map(|c| Some((c.cycle as f64, value(c)?))).collect();
+    let pts: Vec<(f64, f64)> =
+        samples.iter().filter(|c| c.cycle >= from).filter_map(|c| Some((c.cycle as f64, value(c)?))).collect();
     let mut intercepts: Vec<f64> = pts.iter().map(|(x, y)| y - slope * x).collect();
     if intercepts.is_empty() {
         return None;
@@ -166,7 +198,13 @@ pub fn plot_svgs(report: &RunReport, samples: &[CycleSample]) -> Vec<Plot> {
     if let Some(fit) = fit_line(samples, report, unexplained) {
         bytes.insert(2, fit);
     }
-    panel(&mut out, 44.0, "bytes after each cycle (unexplained = allocated - RocksDB's - harness's - thread caches)", &bytes, true);
+    panel(
+        &mut out,
+        44.0,
+        "bytes after each cycle (unexplained = allocated - RocksDB's - harness's - thread caches)",
+        &bytes,
+        true,
+    );
 
     let kinds: BTreeSet<&String> = samples.iter().flat_map(|c| c.retained_handles.keys()).collect();
     let mut handles: Vec<Series> = kinds

@@ -220,7 +220,10 @@ where
 }
 
 fn compare_command(c: &CompareArgs) -> Result<u8, RunError> {
-    let limits = CompareLimits { max_rate_increase_bytes: c.max_rate_increase, max_overhead_increase: c.max_overhead_increase / 100.0 };
+    let limits = CompareLimits {
+        max_rate_increase_bytes: c.max_rate_increase,
+        max_overhead_increase: c.max_overhead_increase / 100.0,
+    };
     let cmp = compare(&c.old, &c.new, limits)?;
     if c.json {
         println!("{}", serde_json::to_string_pretty(&cmp).unwrap_or_default());
@@ -350,7 +353,18 @@ mod tests {
         assert_eq!(parse_duration("8h"), Ok(Duration::from_secs(28800)));
         assert_eq!(parse_duration("45"), Ok(Duration::from_secs(45)));
         assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
-        for bad in ["", "8x", "h", "1.5h", "-3s", "0s", "3 h", "99999999999999999999h", "6000000000000000h", "18446744073709551615s1s"] {
+        for bad in [
+            "",
+            "8x",
+            "h",
+            "1.5h",
+            "-3s",
+            "0s",
+            "3 h",
+            "99999999999999999999h",
+            "6000000000000000h",
+            "18446744073709551615s1s",
+        ] {
             assert!(parse_duration(bad).is_err(), "{bad}");
         }
     }

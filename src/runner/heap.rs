@@ -61,16 +61,22 @@ impl HeapRun {
         let (dir, keep_files, scratch) = match report {
             Some(d) => (d.to_path_buf(), true, None),
             None => {
-                let t = tempfile::Builder::new().prefix("leakcheck-heap").tempdir().map_err(|source| RunError::Dir {
-                    option: "temporary directory",
-                    path: std::env::temp_dir(),
-                    source,
+                let t = tempfile::Builder::new().prefix("leakcheck-heap").tempdir().map_err(|source| {
+                    RunError::Dir { option: "temporary directory", path: std::env::temp_dir(), source }
                 })?;
                 (t.path().to_path_buf(), false, Some(t))
             }
         };
         crate::probe::heap::require_available().map_err(RunError::Profile)?;
-        Ok(HeapRun { dir, keep_files, _scratch: scratch, lg, warmup: warmup.max(2), first_after: None, first_cache_fill: None })
+        Ok(HeapRun {
+            dir,
+            keep_files,
+            _scratch: scratch,
+            lg,
+            warmup: warmup.max(2),
+            first_after: None,
+            first_cache_fill: None,
+        })
     }
 
     /// After `cycles` cycles: sampling starts after the first cycle (the run's check that native
@@ -104,7 +110,11 @@ impl HeapRun {
         heap::dump(&last_path).map_err(RunError::Profile)?;
         heap::stop();
         let read = |p: &Path| -> Result<HeapProfile, RunError> {
-            let text = std::fs::read_to_string(p).map_err(|source| RunError::Dir { option: "--profile", path: p.to_path_buf(), source })?;
+            let text = std::fs::read_to_string(p).map_err(|source| RunError::Dir {
+                option: "--profile",
+                path: p.to_path_buf(),
+                source,
+            })?;
             HeapProfile::parse(&text).map_err(RunError::Profile)
         };
         let first = read(&self.dir.join("heap-first.prof"))?;
@@ -115,12 +125,17 @@ impl HeapRun {
         let resolve = heap::resolve;
         if self.keep_files {
             let write = |name: &str, data: &[u8]| {
-                std::fs::write(self.dir.join(name), data).map_err(|source| RunError::Dir { option: "--report", path: self.dir.join(name), source })
+                std::fs::write(self.dir.join(name), data).map_err(|source| RunError::Dir {
+                    option: "--report",
+                    path: self.dir.join(name),
+                    source,
+                })
             };
             write("heap-first.pb.gz", &first.to_pprof(&resolve).map_err(RunError::Profile)?)?;
             write("heap-last.pb.gz", &last.to_pprof(&resolve).map_err(RunError::Profile)?)?;
             write("heap-growth.folded", heap::folded(&growth, &resolve).as_bytes())?;
-            let title = format!("heap growth, cycles {first_after} to {cycles_run} (all stacks, leakcheck's own included)");
+            let title =
+                format!("heap growth, cycles {first_after} to {cycles_run} (all stacks, leakcheck's own included)");
             write("heap-growth.svg", heap::flame_svg(&growth, &resolve, &title).as_bytes())?;
         }
         let named = |g: &heap::StackGrowth| HeapStack {
@@ -138,7 +153,8 @@ impl HeapRun {
         };
         let stacks = explain_cache_fill(stacks, filled);
         // A function's sum is its net change: the stacks through it that shrank count too.
-        let shrank: Vec<HeapStack> = changes.iter().filter(|g| g.bytes < 0.0).map(named).filter(not_bookkeeping).collect();
+        let shrank: Vec<HeapStack> =
+            changes.iter().filter(|g| g.bytes < 0.0).map(named).filter(not_bookkeeping).collect();
         let mut functions = by_function(stacks.iter().chain(&shrank));
         functions.truncate(TOP);
         Ok(Growth { stacks: stacks.into_iter().take(TOP).collect(), functions })
@@ -178,7 +194,9 @@ fn by_function<'a>(stacks: impl IntoIterator<Item = &'a HeapStack>) -> Vec<HeapF
         .into_values()
         .map(|mut f| {
             let lower = if f.objects > 0 && f.bytes_per_cycle > 0.0 {
-                f.bytes_per_cycle * crate::probe::heap::poisson_lower_bound(f.objects, crate::probe::heap::GROWTH_CONFIDENCE) / f.objects as f64
+                f.bytes_per_cycle
+                    * crate::probe::heap::poisson_lower_bound(f.objects, crate::probe::heap::GROWTH_CONFIDENCE)
+                    / f.objects as f64
             } else {
                 0.0
             };
@@ -221,8 +239,12 @@ mod tests {
     /// a leak comes first, and blocks pinned beyond what the cache grew stay unexplained.
     #[test]
     fn cache_fill_explains_only_cache_stacks_and_only_as_much_as_the_cache_grew() {
-        let fill = ["rocksdb::BlockFetcher::ReadBlock(bool)", "rocksdb::BlockBasedTable::MaybeReadBlockAndLoadToCache<rocksdb::Block_kData>()"];
-        let stacks = vec![stack(3000.0, &fill), stack(2000.0, &fill), stack(500.0, &["rocksdb_options_create", "kv::options"])];
+        let fill = [
+            "rocksdb::BlockFetcher::ReadBlock(bool)",
+            "rocksdb::BlockBasedTable::MaybeReadBlockAndLoadToCache<rocksdb::Block_kData>()",
+        ];
+        let stacks =
+            vec![stack(3000.0, &fill), stack(2000.0, &fill), stack(500.0, &["rocksdb_options_create", "kv::options"])];
         let ranked = explain_cache_fill(stacks.clone(), 4800.0);
         assert_eq!(ranked[0].frames[0], "rocksdb_options_create");
         assert_eq!(ranked[0].explained_bytes_per_cycle, 0.0);
@@ -240,18 +262,28 @@ mod tests {
         let options = "kv::Service::options (/work/kv/src/lib.rs:112)";
         let stacks = vec![
             stack(500.0, &["rocksdb_options_create", options]),
-            stack(300.0, &["rocksdb::BlockBasedTableFactory::BlockBasedTableFactory()", "rocksdb_options_create", options]),
+            stack(
+                300.0,
+                &["rocksdb::BlockBasedTableFactory::BlockBasedTableFactory()", "rocksdb_options_create", options],
+            ),
             stack(600.0, &["rocksdb::Arena::AllocateNewBlock", "kv::Service::work (/work/kv/src/lib.rs:170)"]),
             stack(900.0, &["a", "b"]),
         ];
         let functions = by_function(&stacks);
         assert_eq!(functions.len(), 2);
-        let shrank = stack(-550.0, &["rocksdb::Arena::AllocateNewBlock", "kv::Service::work (/work/kv/src/lib.rs:171)"]);
+        let shrank =
+            stack(-550.0, &["rocksdb::Arena::AllocateNewBlock", "kv::Service::work (/work/kv/src/lib.rs:171)"]);
         let net = by_function(stacks.iter().chain([&HeapStack { objects: -10, ..shrank }]));
         assert_eq!((net[1].function.as_str(), net[1].bytes_per_cycle, net[1].objects), ("kv::Service::work", 50.0, 0));
         assert_eq!(net[1].unexplained_lower_bytes_per_cycle, 0.0);
-        assert_eq!((functions[0].function.as_str(), functions[0].bytes_per_cycle, functions[0].stacks, functions[0].objects), ("kv::Service::options", 800.0, 2, 20));
-        assert!(functions[0].unexplained_lower_bytes_per_cycle > 0.0 && functions[0].unexplained_lower_bytes_per_cycle < 800.0);
+        assert_eq!(
+            (functions[0].function.as_str(), functions[0].bytes_per_cycle, functions[0].stacks, functions[0].objects),
+            ("kv::Service::options", 800.0, 2, 20)
+        );
+        assert!(
+            functions[0].unexplained_lower_bytes_per_cycle > 0.0
+                && functions[0].unexplained_lower_bytes_per_cycle < 800.0
+        );
         assert_eq!(functions[1].function, "kv::Service::work");
     }
 }

@@ -17,9 +17,9 @@
 //! `soak` runs for a duration or a number of cycles and keeps the report directory current.
 
 mod check;
-mod heap;
 #[cfg(feature = "cli")]
 pub mod cli;
+mod heap;
 mod progress;
 mod text;
 
@@ -306,14 +306,21 @@ fn validate(opts: &RunOptions) -> Result<Plan, RunError> {
         (None, None) => DEFAULT_CHECK_CYCLES,
     };
     if cycles < MIN_CYCLES {
-        return Err(invalid("--cycles", format!("{cycles}: at least {MIN_CYCLES} cycles are needed for a verdict on memory")));
+        return Err(invalid(
+            "--cycles",
+            format!("{cycles}: at least {MIN_CYCLES} cycles are needed for a verdict on memory"),
+        ));
     }
     // How far `check` may go on while the verdict is inconclusive: the verdict says how many more
     // cycles would decide, and a check should give a verdict, not a shrug.
     let max_cycles = match (opts.max_cycles, soak || opts.duration.is_some()) {
-        (Some(_), true) => return Err(invalid("--max-cycles", "applies to check with --cycles, not to soak or --duration")),
+        (Some(_), true) => {
+            return Err(invalid("--max-cycles", "applies to check with --cycles, not to soak or --duration"))
+        }
         (None, true) => None,
-        (Some(m), false) if m < cycles => return Err(invalid("--max-cycles", format!("{m}: less than --cycles {cycles}"))),
+        (Some(m), false) if m < cycles => {
+            return Err(invalid("--max-cycles", format!("{m}: less than --cycles {cycles}")))
+        }
         (Some(m), false) => Some(m),
         (None, false) => Some(cycles.saturating_mul(4)),
     };
@@ -364,10 +371,11 @@ where
             d.join("leakcheck-store")
         }
         None => {
-            scratch = tempfile::Builder::new()
-                .prefix("leakcheck-")
-                .tempdir()
-                .map_err(|source| RunError::Dir { option: "temporary directory", path: std::env::temp_dir(), source })?;
+            scratch = tempfile::Builder::new().prefix("leakcheck-").tempdir().map_err(|source| RunError::Dir {
+                option: "temporary directory",
+                path: std::env::temp_dir(),
+                source,
+            })?;
             scratch.path().join("store")
         }
     };
@@ -381,7 +389,8 @@ fn drive<L: Lifecycle>(store: &mut L, ledger: &Ledger, opts: &RunOptions, plan: 
     let soak = opts.mode == Mode::Soak;
     let faults = plan_for(opts, store)?;
     if let Some(dir) = &opts.report {
-        report::prepare_dir(dir).map_err(|source| RunError::Report { context: format!("--report {}", dir.display()), source })?;
+        report::prepare_dir(dir)
+            .map_err(|source| RunError::Report { context: format!("--report {}", dir.display()), source })?;
     }
     let stop = if opts.interruptible { Some(crate::sys::stop_on_interrupt().map_err(RunError::Signal)?) } else { None };
 
@@ -430,7 +439,10 @@ fn drive<L: Lifecycle>(store: &mut L, ledger: &Ledger, opts: &RunOptions, plan: 
     let mut write_error = None;
     let mut interrupted = false;
     let mut csv = match &opts.report {
-        Some(dir) => Some(report::SamplesFile::create(&dir.join(report::SAMPLES_FILE)).map_err(|source| RunError::Report { context: "writing the report".to_string(), source })?),
+        Some(dir) => Some(
+            report::SamplesFile::create(&dir.join(report::SAMPLES_FILE))
+                .map_err(|source| RunError::Report { context: "writing the report".to_string(), source })?,
+        ),
         None => None,
     };
     let result = harness.run_observed(store, ledger, |p| {
@@ -443,7 +455,15 @@ fn drive<L: Lifecycle>(store: &mut L, ledger: &Ledger, opts: &RunOptions, plan: 
             let interim = p.judged.cloned().unwrap_or_else(|| p.analysis.current());
             slope = interim.leak_rate.as_ref().map(|r| r.bytes_per_cycle);
             if let (Some(dir), Some(f)) = (&opts.report, csv.as_mut()) {
-                let r = RunReport::new(settings.clone(), &interim, summary.clone(), ledger.report(), cycle, started.elapsed().as_secs_f64(), false);
+                let r = RunReport::new(
+                    settings.clone(),
+                    &interim,
+                    summary.clone(),
+                    ledger.report(),
+                    cycle,
+                    started.elapsed().as_secs_f64(),
+                    false,
+                );
                 if let Err(e) = write_report(dir, f, &r, p.samples, false) {
                     write_error = Some(e);
                     return ControlFlow::Break(());
@@ -499,7 +519,13 @@ fn drive<L: Lifecycle>(store: &mut L, ledger: &Ledger, opts: &RunOptions, plan: 
 /// atomically (PNG only in the final report, with feature `png`: rendering takes longer than a
 /// cycle). The plots draw the samples kept in memory (every one in a check, an evenly thinned set
 /// in a long soak).
-fn write_report(dir: &Path, csv: &mut report::SamplesFile, r: &RunReport, samples: &[CycleSample], last: bool) -> Result<(), RunError> {
+fn write_report(
+    dir: &Path,
+    csv: &mut report::SamplesFile,
+    r: &RunReport,
+    samples: &[CycleSample],
+    last: bool,
+) -> Result<(), RunError> {
     let failed = |source| RunError::Report { context: "writing the report".to_string(), source };
     csv.flush().map_err(failed)?;
     report::write_report_json(dir, r).map_err(failed)?;
@@ -523,7 +549,8 @@ fn png_of(svg: &str) -> Result<Vec<u8>, RunError> {
     opt.fontdb_mut().load_system_fonts();
     let tree = usvg::Tree::from_str(svg, &opt).map_err(|e| RunError::Png(e.to_string()))?;
     let size = tree.size().to_int_size();
-    let mut pixmap = tiny_skia::Pixmap::new(size.width(), size.height()).ok_or_else(|| RunError::Png("empty plot".to_string()))?;
+    let mut pixmap =
+        tiny_skia::Pixmap::new(size.width(), size.height()).ok_or_else(|| RunError::Png("empty plot".to_string()))?;
     resvg::render(&tree, tiny_skia::Transform::default(), &mut pixmap.as_mut());
     pixmap.encode_png().map_err(|e| RunError::Png(e.to_string()))
 }
@@ -563,7 +590,8 @@ pub fn compare(old: &Path, new: &Path, limits: CompareLimits) -> Result<Comparis
     if !(ok(limits.max_rate_increase_bytes) && ok(limits.max_overhead_increase)) {
         return Err(invalid("--max-rate-increase and --max-overhead-increase", "must be non-negative numbers"));
     }
-    let read = |path: &Path| report::read(path).map_err(|source| RunError::Report { context: "compare".to_string(), source });
+    let read =
+        |path: &Path| report::read(path).map_err(|source| RunError::Report { context: "compare".to_string(), source });
     let a = read(old)?;
     let b = read(new)?;
     Ok(report::compare(&a, &b, limits))

@@ -22,8 +22,10 @@ impl Progress {
                     Some(n) => ProgressBar::new(n),
                     None => ProgressBar::new_spinner(),
                 };
-                let style = ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} cycles  ETA {eta}  {msg}")
-                    .unwrap_or_else(|_| ProgressStyle::default_bar());
+                let style = ProgressStyle::with_template(
+                    "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} cycles  ETA {eta}  {msg}",
+                )
+                .unwrap_or_else(|_| ProgressStyle::default_bar());
                 bar.set_style(style);
                 bar
             })

@@ -52,7 +52,12 @@ pub(crate) fn table(r: &RunReport) -> String {
     for p in &r.cycles_summary.integrity_problems {
         let _ = writeln!(out, "integrity: {p}");
     }
-    let _ = writeln!(out, "\nverdict: {}{}", r.verdict, if r.verdict == Verdict::Inconclusive { " (run more cycles)" } else { "" });
+    let _ = writeln!(
+        out,
+        "\nverdict: {}{}",
+        r.verdict,
+        if r.verdict == Verdict::Inconclusive { " (run more cycles)" } else { "" }
+    );
     out
 }
 
@@ -72,9 +77,18 @@ fn header(out: &mut String, r: &RunReport) {
         },
         if r.interrupted { " (interrupted)" } else { "" }
     );
-    let _ = writeln!(out, "fault plan: {} (seed {}), tracking: {}", if s.plan.is_empty() { "none" } else { &s.plan }, s.seed, s.tracking);
+    let _ = writeln!(
+        out,
+        "fault plan: {} (seed {}), tracking: {}",
+        if s.plan.is_empty() { "none" } else { &s.plan },
+        s.seed,
+        s.tracking
+    );
     let c = &r.cycles_summary;
-    let mut cycles = format!("cycles with errors: open {}, work {}, close {}; panics {}", c.open_errors, c.work_errors, c.close_errors, c.panics);
+    let mut cycles = format!(
+        "cycles with errors: open {}, work {}, close {}; panics {}",
+        c.open_errors, c.work_errors, c.close_errors, c.panics
+    );
     // The store's own counts, where it keeps them (a window store's late records).
     for (name, n) in c.counts.iter().filter(|(_, n)| **n > 0) {
         let _ = write!(cycles, "; {} {n}", name.replace('_', " "));
@@ -84,7 +98,11 @@ fn header(out: &mut String, r: &RunReport) {
 }
 
 fn signal_rows(out: &mut String, r: &RunReport) {
-    let _ = writeln!(out, "{:<32} {:<10} {:<14} {:>12} {:>26}", "signal", "class", "verdict", "per cycle", "interval / residue");
+    let _ = writeln!(
+        out,
+        "{:<32} {:<10} {:<14} {:>12} {:>26}",
+        "signal", "class", "verdict", "per cycle", "interval / residue"
+    );
     for e in &r.signals {
         let verdict = match (e.informational, e.growth_below_budget) {
             (true, _) => format!("({})", e.verdict),
@@ -92,13 +110,24 @@ fn signal_rows(out: &mut String, r: &RunReport) {
             (false, false) => e.verdict.to_string(),
         };
         let (per_cycle, detail) = match (e.kind(), e.estimate) {
-            (RuleKind::Exact, _) => ("-".to_string(), format!("residue {}", fmt_num(e.residue.map(|r| r.max), e.unit()))),
-            (RuleKind::Statistical, Some(est)) => {
-                (fmt_num(Some(est.value), e.unit()), format!("[{}, {}]", fmt_num(Some(est.lower), e.unit()), fmt_num(Some(est.upper), e.unit())))
+            (RuleKind::Exact, _) => {
+                ("-".to_string(), format!("residue {}", fmt_num(e.residue.map(|r| r.max), e.unit())))
             }
+            (RuleKind::Statistical, Some(est)) => (
+                fmt_num(Some(est.value), e.unit()),
+                format!("[{}, {}]", fmt_num(Some(est.lower), e.unit()), fmt_num(Some(est.upper), e.unit())),
+            ),
             (RuleKind::Statistical, None) => ("-".to_string(), "-".to_string()),
         };
-        let _ = writeln!(out, "{:<32} {:<10} {:<14} {:>12} {:>26}", e.signal.to_string(), e.class(), verdict, per_cycle, detail);
+        let _ = writeln!(
+            out,
+            "{:<32} {:<10} {:<14} {:>12} {:>26}",
+            e.signal.to_string(),
+            e.class(),
+            verdict,
+            per_cycle,
+            detail
+        );
     }
     let _ = writeln!(
         out,
@@ -120,7 +149,12 @@ fn signal_notes(out: &mut String, r: &RunReport) {
             rate(ro.bytes_per_cycle),
             rate(ro.bytes_per_instance),
             ro.signal,
-            growth.map_or("-".to_string(), |g| format!("{} [{}, {}]", human_bytes(g.growth), human_bytes(g.lower), human_bytes(g.upper))),
+            growth.map_or("-".to_string(), |g| format!(
+                "{} [{}, {}]",
+                human_bytes(g.growth),
+                human_bytes(g.lower),
+                human_bytes(g.upper)
+            )),
             ro.from_cycle,
             ro.to_cycle,
             human_bytes(ro.budget_bytes),
@@ -169,7 +203,10 @@ fn heap_section(out: &mut String, r: &RunReport) {
     }
     if !r.heap_growth.is_empty() {
         let _ = writeln!(out, "\nheap growth by call stack (jemalloc's heap profile, after the warm-up to the end;");
-        let _ = writeln!(out, "unexplained per cycle, estimate and 95% lower bound from the samples; a block cache's fill explained):");
+        let _ = writeln!(
+            out,
+            "unexplained per cycle, estimate and 95% lower bound from the samples; a block cache's fill explained):"
+        );
         for g in r.heap_growth.iter().take(5) {
             let explained = if g.explained_bytes_per_cycle > 0.0 {
                 format!(" (and {} a filling block cache explains)", human_bytes(g.explained_bytes_per_cycle))
@@ -205,7 +242,7 @@ fn heap_section(out: &mut String, r: &RunReport) {
 fn totals(out: &mut String, r: &RunReport) {
     if let Some(rate) = &r.leak_rate {
         let _ = writeln!(
-        out,
+            out,
             "\nleak rate ({}): {} per cycle, {} per store instance ({} instances per cycle)",
             rate.signal,
             human_bytes(rate.bytes_per_cycle),
@@ -215,7 +252,7 @@ fn totals(out: &mut String, r: &RunReport) {
     }
     if let Some(b) = &r.baseline_return {
         let _ = writeln!(
-        out,
+            out,
             "return to baseline: {} ({}, fds under dir {:+}, maps under dir {:+})",
             b.verdict,
             match (b.unexplained_delta_bytes, b.allocated_delta_bytes) {

@@ -7,8 +7,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rocksdb::{
-    AsColumnFamilyRef, BoundColumnFamily, ColumnFamilyDescriptor, DBWithThreadMode, IteratorMode,
-    MultiThreaded, SingleThreaded, ThreadMode, DEFAULT_COLUMN_FAMILY_NAME,
+    AsColumnFamilyRef, BoundColumnFamily, ColumnFamilyDescriptor, DBWithThreadMode, IteratorMode, MultiThreaded,
+    SingleThreaded, ThreadMode, DEFAULT_COLUMN_FAMILY_NAME,
 };
 
 use super::iter::{TrackedIterator, TrackedRawIterator, TrackedSnapshot};
@@ -124,7 +124,9 @@ impl<T: ThreadMode> TrackedDb<T> {
         cfs: impl IntoIterator<Item = TrackedCfDescriptor>,
         ttl: Duration,
     ) -> Result<Self, rocksdb::Error> {
-        Self::with_descriptors(opts, cfs, false, Location::caller(), |raw| Db::<T>::open_cf_descriptors_with_ttl(&opts.inner, path, raw, ttl))
+        Self::with_descriptors(opts, cfs, false, Location::caller(), |raw| {
+            Db::<T>::open_cf_descriptors_with_ttl(&opts.inner, path, raw, ttl)
+        })
     }
 
     /// Opens a secondary instance of the DB at `primary_path` (`DB::open_as_secondary`), keeping
@@ -155,7 +157,9 @@ impl<T: ThreadMode> TrackedDb<T> {
         secondary_path: impl AsRef<Path>,
         cfs: impl IntoIterator<Item = TrackedCfDescriptor>,
     ) -> Result<Self, rocksdb::Error> {
-        Self::with_descriptors(opts, cfs, true, Location::caller(), |raw| Db::<T>::open_cf_descriptors_as_secondary(&opts.inner, primary_path.as_ref(), secondary_path.as_ref(), raw))
+        Self::with_descriptors(opts, cfs, true, Location::caller(), |raw| {
+            Db::<T>::open_cf_descriptors_as_secondary(&opts.inner, primary_path.as_ref(), secondary_path.as_ref(), raw)
+        })
     }
 
     /// Opens a DB with the given column families (the default one is added when missing).
@@ -169,7 +173,9 @@ impl<T: ThreadMode> TrackedDb<T> {
         path: impl AsRef<Path>,
         cfs: impl IntoIterator<Item = TrackedCfDescriptor>,
     ) -> Result<Self, rocksdb::Error> {
-        Self::with_descriptors(opts, cfs, false, Location::caller(), |raw| Db::<T>::open_cf_descriptors(&opts.inner, path, raw))
+        Self::with_descriptors(opts, cfs, false, Location::caller(), |raw| {
+            Db::<T>::open_cf_descriptors(&opts.inner, path, raw)
+        })
     }
 
     /// Opens a DB read-only with the given column families.
@@ -183,7 +189,9 @@ impl<T: ThreadMode> TrackedDb<T> {
         cfs: impl IntoIterator<Item = TrackedCfDescriptor>,
         error_if_log_file_exist: bool,
     ) -> Result<Self, rocksdb::Error> {
-        Self::with_descriptors(opts, cfs, true, Location::caller(), |raw| Db::<T>::open_cf_descriptors_read_only(&opts.inner, path, raw, error_if_log_file_exist))
+        Self::with_descriptors(opts, cfs, true, Location::caller(), |raw| {
+            Db::<T>::open_cf_descriptors_read_only(&opts.inner, path, raw, error_if_log_file_exist)
+        })
     }
 
     /// Opens through `open` with the descriptors' native halves; the tracked halves are kept by
@@ -292,7 +300,11 @@ impl<T: ThreadMode> TrackedDb<T> {
 
     /// A tracked iterator with read options; the iterator owns them.
     #[track_caller]
-    pub fn iterator_opt<'a: 'b, 'b>(&'a self, mode: IteratorMode, readopts: TrackedReadOptions) -> TrackedIterator<'b, Db<T>> {
+    pub fn iterator_opt<'a: 'b, 'b>(
+        &'a self,
+        mode: IteratorMode,
+        readopts: TrackedReadOptions,
+    ) -> TrackedIterator<'b, Db<T>> {
         let token = self.iter_token(HandleKind::Iterator);
         let TrackedReadOptions { inner, token: ro } = readopts;
         TrackedIterator::new(self.inner.iterator_opt(mode, inner), Some(ro), token)
@@ -300,7 +312,11 @@ impl<T: ThreadMode> TrackedDb<T> {
 
     /// A tracked iterator over a column family.
     #[track_caller]
-    pub fn iterator_cf<'a: 'b, 'b>(&'a self, cf: &impl AsColumnFamilyRef, mode: IteratorMode) -> TrackedIterator<'b, Db<T>> {
+    pub fn iterator_cf<'a: 'b, 'b>(
+        &'a self,
+        cf: &impl AsColumnFamilyRef,
+        mode: IteratorMode,
+    ) -> TrackedIterator<'b, Db<T>> {
         TrackedIterator::new(self.inner.iterator_cf(cf, mode), None, self.iter_token(HandleKind::Iterator))
     }
 
@@ -326,7 +342,11 @@ impl<T: ThreadMode> TrackedDb<T> {
     /// A tracked iterator over a whole column family (total order seek, whatever the prefix
     /// extractor).
     #[track_caller]
-    pub fn full_iterator_cf<'a: 'b, 'b>(&'a self, cf: &impl AsColumnFamilyRef, mode: IteratorMode) -> TrackedIterator<'b, Db<T>> {
+    pub fn full_iterator_cf<'a: 'b, 'b>(
+        &'a self,
+        cf: &impl AsColumnFamilyRef,
+        mode: IteratorMode,
+    ) -> TrackedIterator<'b, Db<T>> {
         TrackedIterator::new(self.inner.full_iterator_cf(cf, mode), None, self.iter_token(HandleKind::Iterator))
     }
 
@@ -338,7 +358,11 @@ impl<T: ThreadMode> TrackedDb<T> {
 
     /// A tracked prefix iterator over a column family.
     #[track_caller]
-    pub fn prefix_iterator_cf<'a, P: AsRef<[u8]>>(&'a self, cf: &impl AsColumnFamilyRef, prefix: P) -> TrackedIterator<'a, Db<T>> {
+    pub fn prefix_iterator_cf<'a, P: AsRef<[u8]>>(
+        &'a self,
+        cf: &impl AsColumnFamilyRef,
+        prefix: P,
+    ) -> TrackedIterator<'a, Db<T>> {
         TrackedIterator::new(self.inner.prefix_iterator_cf(cf, prefix), None, self.iter_token(HandleKind::Iterator))
     }
 
@@ -412,7 +436,9 @@ struct Consumed {
     _tokens: (Token, Token),
 }
 
-fn split_descriptors(cfs: impl IntoIterator<Item = TrackedCfDescriptor>) -> (Vec<ColumnFamilyDescriptor>, Vec<Consumed>) {
+fn split_descriptors(
+    cfs: impl IntoIterator<Item = TrackedCfDescriptor>,
+) -> (Vec<ColumnFamilyDescriptor>, Vec<Consumed>) {
     cfs.into_iter()
         .map(|d| {
             let TrackedCfDescriptor { name, options, token } = d;
@@ -516,7 +542,10 @@ impl AsColumnFamilyRef for TrackedBoundCf<'_> {
 
 impl std::fmt::Debug for TrackedCfDescriptor {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TrackedCfDescriptor").field("name", &self.name).field("token", &self.token).finish_non_exhaustive()
+        f.debug_struct("TrackedCfDescriptor")
+            .field("name", &self.name)
+            .field("token", &self.token)
+            .finish_non_exhaustive()
     }
 }
 

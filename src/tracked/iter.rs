@@ -159,7 +159,11 @@ impl<'a, D: DBAccess> TrackedSnapshot<'a, D> {
 
     /// A tracked raw iterator over a column family at this snapshot with read options.
     #[track_caller]
-    pub fn raw_iterator_cf_opt(&self, cf: &impl AsColumnFamilyRef, readopts: TrackedReadOptions) -> TrackedRawIterator<'_, D> {
+    pub fn raw_iterator_cf_opt(
+        &self,
+        cf: &impl AsColumnFamilyRef,
+        readopts: TrackedReadOptions,
+    ) -> TrackedRawIterator<'_, D> {
         let token = self.token.ledger().register_at(HandleKind::RawIterator, Location::caller());
         let TrackedReadOptions { inner, token: ro } = readopts;
         TrackedRawIterator::new(self.inner.raw_iterator_cf_opt(cf, inner), Some(ro), token)

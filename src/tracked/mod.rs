@@ -26,8 +26,8 @@ pub use batch::TrackedWriteBatch;
 pub use db::{TrackedBoundCf, TrackedCfDescriptor, TrackedDb};
 pub use iter::{TrackedIterator, TrackedRawIterator, TrackedSnapshot};
 pub use options::{
-    TrackedBlockBasedOptions, TrackedCache, TrackedEnv, TrackedOptions, TrackedReadOptions,
-    TrackedWriteBufferManager, TrackedWriteOptions,
+    TrackedBlockBasedOptions, TrackedCache, TrackedEnv, TrackedOptions, TrackedReadOptions, TrackedWriteBufferManager,
+    TrackedWriteOptions,
 };
 pub use tools::{TrackedCheckpoint, TrackedSstFileWriter};
 

@@ -88,11 +88,8 @@ impl TrackedWriteBufferManager {
     /// `cache`, which the manager keeps alive.
     #[track_caller]
     pub fn new_with_cache(ledger: &Ledger, buffer_size: usize, allow_stall: bool, cache: &TrackedCache) -> Self {
-        let inner = WriteBufferManager::new_write_buffer_manager_with_cache(
-            buffer_size,
-            allow_stall,
-            cache.inner.clone(),
-        );
+        let inner =
+            WriteBufferManager::new_write_buffer_manager_with_cache(buffer_size, allow_stall, cache.inner.clone());
         let token = ledger.register_at(HandleKind::WriteBufferManager, Location::caller());
         let cache = Some(cache.token.held_by(&token));
         TrackedWriteBufferManager { inner, cache, token }
@@ -116,7 +113,10 @@ deref_and_token!(TrackedEnv, Env);
 impl Clone for TrackedEnv {
     #[track_caller]
     fn clone(&self) -> Self {
-        TrackedEnv { inner: self.inner.clone(), token: self.token.ledger().register_at(HandleKind::Env, Location::caller()) }
+        TrackedEnv {
+            inner: self.inner.clone(),
+            token: self.token.ledger().register_at(HandleKind::Env, Location::caller()),
+        }
     }
 }
 

@@ -7,7 +7,9 @@ use super::exact::ExactSeries;
 use super::floors::Floors;
 use super::growth::{self, Growth, GrowthRule};
 use super::model::{Estimate, Retention, SignalVerdict};
-use super::{aggregate, AnalysisConfig, BaselineReturn, CycleSample, Evidence, LeakRate, RulesOut, RunVerdict, Verdict};
+use super::{
+    aggregate, AnalysisConfig, BaselineReturn, CycleSample, Evidence, LeakRate, RulesOut, RunVerdict, Verdict,
+};
 use crate::probe::{Sample, LIVE_FILE_BYTES, TABLE_READER_SHARE};
 use crate::signal::{Signal, SignalId};
 
@@ -212,7 +214,9 @@ impl Analysis {
         let rec = self.records.get_or_insert_with(Records::default);
         let seen = rec.cycles;
         rec.cycles += 1;
-        let push = |slot: &mut Option<ExactSeries>, v: u64| slot.get_or_insert_with(|| ExactSeries::new(0.0)).push(r.cycle, v as f64);
+        let push = |slot: &mut Option<ExactSeries>, v: u64| {
+            slot.get_or_insert_with(|| ExactSeries::new(0.0)).push(r.cycle, v as f64)
+        };
         push(&mut rec.live, r.retained_handles.values().sum());
         push(&mut rec.unshared, r.unshared_caches_open);
         push(&mut rec.shared_growth, r.declared_shared_growth);
@@ -269,12 +273,17 @@ impl Analysis {
         if signal != Signal::UnexplainedBytes {
             return 0.0;
         }
-        let grown = self.last_cache_rounding.zip(self.cache_rounding.lowest_from(g.from_cycle)).map_or(0.0, |(l, low)| l - low);
+        let grown =
+            self.last_cache_rounding.zip(self.cache_rounding.lowest_from(g.from_cycle)).map_or(0.0, |(l, low)| l - low);
         grown.max(0.0) / g.cycles().max(1) as f64
     }
 
     fn assemble(&self, mut signals: Vec<SignalVerdict>, look: Look, judged_at: Option<u64>) -> RunVerdict {
-        let rate_signal = if self.series.contains_key(&Signal::UnexplainedBytes) { Signal::UnexplainedBytes } else { Signal::AllocatedBytes };
+        let rate_signal = if self.series.contains_key(&Signal::UnexplainedBytes) {
+            Signal::UnexplainedBytes
+        } else {
+            Signal::AllocatedBytes
+        };
         let rate = signals.iter().find(|s| s.family() == rate_signal).cloned();
         signals.extend(self.exact());
         signals.extend(self.per_firing(look, rate.as_ref()));
@@ -306,7 +315,15 @@ impl Analysis {
         if let Some(b) = &baseline_return {
             verdict = verdict.worst(b.verdict);
         }
-        RunVerdict { verdict, signals, leak_rate, rules_out, baseline_return, bytes_unavailable: None, judged_at_cycles: judged_at }
+        RunVerdict {
+            verdict,
+            signals,
+            leak_rate,
+            rules_out,
+            baseline_return,
+            bytes_unavailable: None,
+            judged_at_cycles: judged_at,
+        }
     }
 
     /// What the live SST files of the DBs kept open may add to `signal` from cycle `from` to the
@@ -349,13 +366,20 @@ impl Analysis {
         let b = &self.cfg.budgets;
         let alpha = self.cfg.signal_alpha(look.index);
         let page = self.cfg.evidence.at_least(Evidence::PAGE_GRANULAR);
-        let rule = |tolerance_per_cycle: f64, budget: Option<f64>| GrowthRule { tolerance_per_cycle, budget, alpha, counts: false };
+        let rule = |tolerance_per_cycle: f64, budget: Option<f64>| GrowthRule {
+            tolerance_per_cycle,
+            budget,
+            alpha,
+            counts: false,
+        };
         match signal {
             Signal::RocksdbExplainedBytes => (rule(t.rocksdb_bytes_per_cycle, b.bytes), self.cfg.evidence),
             // Page-granular memory moves with the allocator's fragmentation and thread stacks: the
             // per-cycle tolerance alone, no total.
             Signal::ResidentBytes => (rule(t.resident_bytes_per_cycle, None), page),
-            Signal::RssAnonBytes | Signal::RssAnonOutsideJemallocBytes | Signal::RssBytes => (rule(t.rss_bytes_per_cycle, None), page),
+            Signal::RssAnonBytes | Signal::RssAnonOutsideJemallocBytes | Signal::RssBytes => {
+                (rule(t.rss_bytes_per_cycle, None), page)
+            }
             Signal::OpenFds
             | Signal::OpenFdsOutsideDir
             | Signal::Maps

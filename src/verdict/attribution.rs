@@ -177,7 +177,9 @@ impl Firings {
         let unseen = self.intervals.saturating_sub(seen);
         let at_zero = unseen + counts.and_then(|c| c.get(&0).copied()).unwrap_or(0);
         let off_mode = self.intervals - modal.max(at_zero);
-        fired >= MIN_FIRING_INTERVALS && off_mode >= MIN_FIRING_INTERVALS.min(fired) && self.intervals >= 3 * MIN_FIRING_INTERVALS
+        fired >= MIN_FIRING_INTERVALS
+            && off_mode >= MIN_FIRING_INTERVALS.min(fired)
+            && self.intervals >= 3 * MIN_FIRING_INTERVALS
     }
 
     /// One verdict per point that fired in enough intervals, with counts that varied enough
@@ -232,7 +234,10 @@ impl Firings {
                 let tolerance = tolerance(point);
                 let half = q * (s2 * inverse[col][col]).max(0.0).sqrt();
                 let estimate = Estimate::new(beta[col], beta[col] - half, beta[col] + half);
-                let mut v = SignalVerdict::undecided(SignalId::member(Signal::BytesPerFiring, point.as_str()), Rule::Shift { tolerance, alpha });
+                let mut v = SignalVerdict::undecided(
+                    SignalId::member(Signal::BytesPerFiring, point.as_str()),
+                    Rule::Shift { tolerance, alpha },
+                );
                 v.cycles = self.intervals_fired[i] as usize;
                 v.estimate = Some(estimate);
                 v.verdict = shift_verdict(estimate, tolerance);
@@ -359,7 +364,12 @@ mod tests {
             assert_eq!(marker.verdict, Verdict::Leak, "every {every}: {e:?}");
             assert!((e.value - 0.4 * 4096.0).abs() < 400.0, "every {every}: {e:?}");
             let flush = v.iter().find(|s| s.signal.qualifier() == Some("close.flush")).expect("flush judged");
-            assert_ne!(flush.verdict, Verdict::Leak, "every {every}: memory held for one cycle is no leak: {:?}", flush.estimate);
+            assert_ne!(
+                flush.verdict,
+                Verdict::Leak,
+                "every {every}: memory held for one cycle is no leak: {:?}",
+                flush.estimate
+            );
         }
     }
 

@@ -176,7 +176,13 @@ impl GrowthJudgement {
 ///
 /// `data` is what the store's data may legitimately add over the later part that starts at the
 /// cycle given (live files of a DB kept open, in the signal's unit): it adds to the budget.
-pub(crate) fn judge(floors: &Floors, rule: &GrowthRule, evidence: Evidence, last_look: bool, data: &dyn Fn(u64) -> f64) -> GrowthJudgement {
+pub(crate) fn judge(
+    floors: &Floors,
+    rule: &GrowthRule,
+    evidence: Evidence,
+    last_look: bool,
+    data: &dyn Fn(u64) -> f64,
+) -> GrowthJudgement {
     let Some((w, t)) = floors.span() else {
         return GrowthJudgement::undecided(evidence.min_cycles);
     };
@@ -252,7 +258,8 @@ impl<'a> Series<'a> {
                 (a, b) => a.or(b),
             }
         };
-        let (Some(later), Some(last)) = (estimate(self.mid, span), estimate(self.quarter, self.t - self.quarter)) else {
+        let (Some(later), Some(last)) = (estimate(self.mid, span), estimate(self.quarter, self.t - self.quarter))
+        else {
             return GrowthJudgement::undecided((self.t - self.w) as u64);
         };
         let (growth, lower, upper) = (later.0 + jumps.in_later, later.1 + jumps.in_later, later.2 + jumps.in_later);
@@ -265,7 +272,8 @@ impl<'a> Series<'a> {
         // that is most of what the later part released (memory returned once, a leak going on
         // around it): a run is not clean before its last look on the strength of one release.
         // Drops of about the same size are a sawtooth, judged as they are.
-        let drops = jumps.all.iter().chain(&small.all).filter(|(i, d)| *d < 0.0 && self.x[*i] >= self.mid).map(|(_, d)| *d);
+        let drops =
+            jumps.all.iter().chain(&small.all).filter(|(i, d)| *d < 0.0 && self.x[*i] >= self.mid).map(|(_, d)| *d);
         let (released, largest) = drops.fold((0.0, 0.0f64), |(s, m), d| (s + d, m.min(d)));
         let one_release = largest < 0.0 && largest <= DOMINANT_DROP * released;
         let evidenced = lower > 0.0 || (one_release && lower - largest > 0.0);
@@ -273,8 +281,11 @@ impl<'a> Series<'a> {
         // by the total budget is clean when the per-cycle tolerance bounds it, and the verdict
         // says so (`budget_from` tolerance, and what it rules out, larger).
         let by_tolerance = self.rule.tolerance_per_cycle * span + data_allowance;
-        let (budget, budget_from) =
-            if last_look && !leak && upper >= budget && upper < by_tolerance { (by_tolerance, BudgetFrom::Tolerance) } else { (budget, budget_from) };
+        let (budget, budget_from) = if last_look && !leak && upper >= budget && upper < by_tolerance {
+            (by_tolerance, BudgetFrom::Tolerance)
+        } else {
+            (budget, budget_from)
+        };
         let clean = upper < budget && retired && !pending && (!evidenced || last_look);
         let verdict = if leak {
             Verdict::Leak
@@ -415,7 +426,14 @@ impl Jumps {
 /// Growth over the floors `y` (every outlying step levelled) at or after `from`: a least-squares
 /// slope times `span`, plus the levelled steps there (`steps`, adding `step_variance` to the
 /// variance), with its bounds at one-sided `alpha` (module docs): `(growth, lower, upper)`.
-fn later_growth(x: &[f64], y: &[f64], from: f64, span: f64, alpha: f64, (steps, step_variance): (f64, f64)) -> Option<(f64, f64, f64)> {
+fn later_growth(
+    x: &[f64],
+    y: &[f64],
+    from: f64,
+    span: f64,
+    alpha: f64,
+    (steps, step_variance): (f64, f64),
+) -> Option<(f64, f64, f64)> {
     // The noise is read from the last three quarters (and never from less than the later part).
     let (x, y) = if x.len() > 16 {
         let start = (x[0] + 0.25 * (x[x.len() - 1] - x[0])).min(from);

@@ -94,7 +94,10 @@ impl Evidence {
     pub const PAGE_GRANULAR: Evidence = Evidence { min_points: 10, min_cycles: 100 };
 
     fn at_least(self, other: Evidence) -> Evidence {
-        Evidence { min_points: self.min_points.max(other.min_points), min_cycles: self.min_cycles.max(other.min_cycles) }
+        Evidence {
+            min_points: self.min_points.max(other.min_points),
+            min_cycles: self.min_cycles.max(other.min_cycles),
+        }
     }
 }
 
@@ -212,7 +215,9 @@ impl Looks {
         match self {
             Looks::End => false,
             Looks::Decide { first } => done >= first && (done - first).is_multiple_of(LOOK_EVERY),
-            Looks::Doubling { first } => first > 0 && done >= first && done.is_multiple_of(first) && (done / first).is_power_of_two(),
+            Looks::Doubling { first } => {
+                first > 0 && done >= first && done.is_multiple_of(first) && (done / first).is_power_of_two()
+            }
         }
     }
 
@@ -512,7 +517,12 @@ pub(crate) fn aggregate(signals: &[SignalVerdict]) -> Verdict {
 /// every cycle (handles from the samples' retained counts), and the return to baseline when
 /// `baseline` (before the first open) and `last` (after the last close) are given. The look is
 /// the last one, at the index the config's [`Looks`] give the last sample's cycle.
-pub fn analyze(cycles: &[CycleSample], baseline: Option<&Sample>, last: Option<&Sample>, cfg: &AnalysisConfig) -> RunVerdict {
+pub fn analyze(
+    cycles: &[CycleSample],
+    baseline: Option<&Sample>,
+    last: Option<&Sample>,
+    cfg: &AnalysisConfig,
+) -> RunVerdict {
     let mut a = Analysis::new(*cfg);
     if let Some(b) = baseline {
         a.baseline(b);

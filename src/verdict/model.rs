@@ -307,7 +307,9 @@ impl TryFrom<Wire> for SignalVerdict {
                 Rule::Shift { tolerance: w.tolerance_per_cycle.unwrap_or(0.0), alpha: w.alpha.unwrap_or(0.0) }
             }
             (RuleKind::Statistical, None) => Rule::Growth(GrowthRule {
-                tolerance_per_cycle: w.tolerance_per_cycle.ok_or_else(|| format!("{}: statistical without tolerance_per_cycle", w.name))?,
+                tolerance_per_cycle: w
+                    .tolerance_per_cycle
+                    .ok_or_else(|| format!("{}: statistical without tolerance_per_cycle", w.name))?,
                 budget: w.budget_total,
                 alpha: w.alpha.unwrap_or(0.0),
                 counts: w.counts,
@@ -354,12 +356,18 @@ mod tests {
 
     #[test]
     fn a_verdict_writes_todays_field_names_and_reads_back_equal() {
-        let mut v = SignalVerdict::undecided(SignalId::member(Signal::BytesPerFiring, "close.flush"), Rule::Shift { tolerance: 256.0, alpha: 1e-4 });
+        let mut v = SignalVerdict::undecided(
+            SignalId::member(Signal::BytesPerFiring, "close.flush"),
+            Rule::Shift { tolerance: 256.0, alpha: 1e-4 },
+        );
         v.estimate = Some(Estimate::new(10.0, -5.0, 20.0));
         v.cycles = 33;
         let json = serde_json::to_value(&v).expect("writes");
         assert_eq!(json["name"], "bytes_per_firing.close.flush");
-        assert_eq!((json["class"].as_str(), json["kind"].as_str(), json["unit"].as_str()), (Some("bytes"), Some("statistical"), Some("B")));
+        assert_eq!(
+            (json["class"].as_str(), json["kind"].as_str(), json["unit"].as_str()),
+            (Some("bytes"), Some("statistical"), Some("B"))
+        );
         assert_eq!(json["tolerance_per_cycle"], 256.0);
         let back: SignalVerdict = serde_json::from_value(json).expect("reads");
         assert_eq!(back, v);

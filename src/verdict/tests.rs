@@ -143,7 +143,16 @@ fn the_false_positive_rate_is_spent_over_signals_and_looks() {
     // A soak looks as its cycles double, and once more at its end.
     let soak = Looks::Doubling { first: 200 };
     assert!(soak.due(200) && soak.due(400) && soak.due(800) && !soak.due(600));
-    assert_eq!((soak.index(200, false), soak.index(400, false), soak.index(799, false), soak.index(799, true), soak.index(800, true)), (1, 2, 2, 3, 3));
+    assert_eq!(
+        (
+            soak.index(200, false),
+            soak.index(400, false),
+            soak.index(799, false),
+            soak.index(799, true),
+            soak.index(800, true)
+        ),
+        (1, 2, 2, 3, 3)
+    );
 }
 
 #[test]
@@ -174,7 +183,10 @@ fn the_return_to_baseline_judges_unexplained_bytes() {
     let mut last = sample(19_000_000, Some(3_000_000));
     last.bookkeeping_bytes = Some(6_001_000);
     let b = analyze(&cycles, Some(&base), Some(&last), &cfg).baseline_return.expect("baseline");
-    assert_eq!((b.verdict, b.allocated_delta_bytes, b.unexplained_delta_bytes), (Verdict::Clean, Some(10_000_000), Some(1_000_000)));
+    assert_eq!(
+        (b.verdict, b.allocated_delta_bytes, b.unexplained_delta_bytes),
+        (Verdict::Clean, Some(10_000_000), Some(1_000_000))
+    );
     last.bookkeeping_bytes = Some(2_001_000);
     let b = analyze(&cycles, Some(&base), Some(&last), &cfg).baseline_return.expect("baseline");
     assert_eq!((b.verdict, b.unexplained_delta_bytes), (Verdict::Leak, Some(5_000_000)));

@@ -47,11 +47,31 @@ pub struct Finding {
 /// compaction-filter and column-family-metadata fixes of its changelog). The releases before 0.24.0 are listed from reading
 /// their source (the same code), not from a run.
 pub const FINDINGS: &[Finding] = &[
-    Finding { path: "options-compaction-filter", releases: &["0.22.0", "0.23.0", "0.24.0"], write_up: "docs/binding-leaks/compaction-filter.md" },
-    Finding { path: "cf-metadata", releases: &["0.22.0", "0.23.0", "0.24.0"], write_up: "docs/binding-leaks/cf-metadata-name.md" },
-    Finding { path: "create-cf-existing-fails", releases: &["0.22.0", "0.23.0", "0.24.0"], write_up: "docs/binding-leaks/create-cf-failure.md" },
-    Finding { path: "options-comparator", releases: &["0.22.0", "0.23.0", "0.24.0"], write_up: "docs/binding-leaks/set-comparator.md" },
-    Finding { path: "open-with-comparator", releases: &["0.22.0", "0.23.0", "0.24.0"], write_up: "docs/binding-leaks/set-comparator.md" },
+    Finding {
+        path: "options-compaction-filter",
+        releases: &["0.22.0", "0.23.0", "0.24.0"],
+        write_up: "docs/binding-leaks/compaction-filter.md",
+    },
+    Finding {
+        path: "cf-metadata",
+        releases: &["0.22.0", "0.23.0", "0.24.0"],
+        write_up: "docs/binding-leaks/cf-metadata-name.md",
+    },
+    Finding {
+        path: "create-cf-existing-fails",
+        releases: &["0.22.0", "0.23.0", "0.24.0"],
+        write_up: "docs/binding-leaks/create-cf-failure.md",
+    },
+    Finding {
+        path: "options-comparator",
+        releases: &["0.22.0", "0.23.0", "0.24.0"],
+        write_up: "docs/binding-leaks/set-comparator.md",
+    },
+    Finding {
+        path: "open-with-comparator",
+        releases: &["0.22.0", "0.23.0", "0.24.0"],
+        write_up: "docs/binding-leaks/set-comparator.md",
+    },
 ];
 
 /// The written-up finding of `path` on the release this build sweeps.
@@ -162,9 +182,11 @@ impl Lifecycle for PathStore {
     fn open(&mut self, ctx: &CycleCtx<'_>) -> Result<paths::Fixture, SweepError> {
         let dir = self.dir.join(format!("cycle{}", ctx.cycle % 2));
         if dir.exists() {
-            std::fs::remove_dir_all(&dir).map_err(|source| SweepError::Io { what: "clear the cycle's directory", source })?;
+            std::fs::remove_dir_all(&dir)
+                .map_err(|source| SweepError::Io { what: "clear the cycle's directory", source })?;
         }
-        std::fs::create_dir_all(&dir).map_err(|source| SweepError::Io { what: "make the cycle's directory", source })?;
+        std::fs::create_dir_all(&dir)
+            .map_err(|source| SweepError::Io { what: "make the cycle's directory", source })?;
         let fixture = self.path.setup(&dir);
         self.failed(fixture)
     }
@@ -237,7 +259,10 @@ pub fn run_all(exe: &std::path::Path, args: &[String], names: &[String]) -> Resu
     let mut chosen: Vec<&'static SweepPath> = if names.is_empty() {
         PATHS.iter().collect()
     } else {
-        names.iter().map(|n| path(n).ok_or_else(|| SweepError::UnknownPath(n.clone(), all_names()))).collect::<Result<_, _>>()?
+        names
+            .iter()
+            .map(|n| path(n).ok_or_else(|| SweepError::UnknownPath(n.clone(), all_names())))
+            .collect::<Result<_, _>>()?
     };
     chosen.sort_by_key(|c| PATHS.iter().chain(PLANTED).position(|p| p.name == c.name)); // the table's order
     leakcheck::runner::in_parallel(chosen, 2, |p| run_child(exe, args, p)).into_iter().collect()
@@ -245,11 +270,16 @@ pub fn run_all(exe: &std::path::Path, args: &[String], names: &[String]) -> Resu
 
 fn run_child(exe: &std::path::Path, args: &[String], p: &SweepPath) -> Result<PathOutcome, SweepError> {
     let fail = |message: String| SweepError::Run { path: p.name.to_string(), message };
-    let out = Command::new(exe).args(args).args(["--one", p.name]).output().map_err(|e| fail(format!("{}: {e}", exe.display())))?;
+    let out = Command::new(exe)
+        .args(args)
+        .args(["--one", p.name])
+        .output()
+        .map_err(|e| fail(format!("{}: {e}", exe.display())))?;
     if !out.status.success() {
         return Err(fail(String::from_utf8_lossy(&out.stderr).trim().to_string()));
     }
-    serde_json::from_slice(&out.stdout).map_err(|e| fail(format!("no outcome ({e}): {}", String::from_utf8_lossy(&out.stderr).trim())))
+    serde_json::from_slice(&out.stdout)
+        .map_err(|e| fail(format!("no outcome ({e}): {}", String::from_utf8_lossy(&out.stderr).trim())))
 }
 
 /// Every path's name, comma-separated (the planted ones last).
@@ -262,7 +292,10 @@ pub fn table(outcomes: &[PathOutcome]) -> String {
     use std::fmt::Write as _;
     let mut out = String::new();
     let release = outcomes.first().map_or(ROCKSDB_VERSION, |o| o.rocksdb.as_str());
-    let _ = writeln!(out, "leak sweep of rust-rocksdb {release}: unexplained bytes per call (95% interval), {CYCLES}+ cycles per path");
+    let _ = writeln!(
+        out,
+        "leak sweep of rust-rocksdb {release}: unexplained bytes per call (95% interval), {CYCLES}+ cycles per path"
+    );
     let _ = writeln!(out, "{:<28} {:>6} {:<13} {:>22}  note", "path", "calls", "verdict", "bytes/call [interval]");
     for o in outcomes {
         let bytes = o.bytes_per_call.map_or("-".to_string(), |[s, l, u]| format!("{s:.2} [{l:.2}, {u:.2}]"));
@@ -278,7 +311,8 @@ pub fn table(outcomes: &[PathOutcome]) -> String {
     let leaks = outcomes.iter().filter(|o| o.verdict == Verdict::Leak).count();
     let known = outcomes.iter().filter(|o| o.verdict == Verdict::Leak && o.known.is_some()).count();
     let failing = outcomes.iter().filter(|o| o.fails()).count();
-    let _ = writeln!(out, "{} paths: {leaks} leak ({known} known findings), {failing} failing the sweep", outcomes.len());
+    let _ =
+        writeln!(out, "{} paths: {leaks} leak ({known} known findings), {failing} failing the sweep", outcomes.len());
     out
 }
 
@@ -317,7 +351,9 @@ pub fn cli(prefix: &[String], rest: &[String]) -> u8 {
                     eprintln!("{name}: {}", SweepError::UnknownPath(n.clone(), all_names()));
                     return 2;
                 };
-                return match run_path(p).and_then(|o| serde_json::to_string(&o).map_err(|e| SweepError::Run { path: n.clone(), message: e.to_string() })) {
+                return match run_path(p).and_then(|o| {
+                    serde_json::to_string(&o).map_err(|e| SweepError::Run { path: n.clone(), message: e.to_string() })
+                }) {
                     Ok(line) => {
                         println!("{line}");
                         0

@@ -53,7 +53,10 @@ pub struct SweepPath {
 
 impl std::fmt::Debug for SweepPath {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SweepPath").field("name", &self.name).field("calls_per_cycle", &self.calls_per_cycle).finish_non_exhaustive()
+        f.debug_struct("SweepPath")
+            .field("name", &self.name)
+            .field("calls_per_cycle", &self.calls_per_cycle)
+            .finish_non_exhaustive()
     }
 }
 
@@ -126,12 +129,14 @@ fn concat(_key: &[u8], existing: Option<&[u8]>, operands: &MergeOperands) -> Opt
 }
 
 fn transaction_db(dir: &Path) -> Result<Fixture, SweepError> {
-    let db = TransactionDB::<SingleThreaded>::open(&created(), &TransactionDBOptions::default(), dir.join("txn")).map_err(rocks("open transaction db"))?;
+    let db = TransactionDB::<SingleThreaded>::open(&created(), &TransactionDBOptions::default(), dir.join("txn"))
+        .map_err(rocks("open transaction db"))?;
     Ok(Fixture { txn_db: Some(db), ..Fixture::bare(dir) })
 }
 
 fn optimistic_db(dir: &Path) -> Result<Fixture, SweepError> {
-    let db = OptimisticTransactionDB::<SingleThreaded>::open(&created(), dir.join("otxn")).map_err(rocks("open optimistic db"))?;
+    let db = OptimisticTransactionDB::<SingleThreaded>::open(&created(), dir.join("otxn"))
+        .map_err(rocks("open optimistic db"))?;
     Ok(Fixture { optimistic: Some(db), ..Fixture::bare(dir) })
 }
 
@@ -155,13 +160,22 @@ pub const PATHS: &[SweepPath] = &[
         drop(DB::open_default(f.dir.join(format!("d{}", i % 4))).map_err(rocks("open_default"))?);
         Ok(())
     }),
-    path!("open-cf-descriptors", "DB::open_cf_descriptors with the column family cf, dropped", 10, closed_db, |f, _| {
-        let cfs = vec![ColumnFamilyDescriptor::new("cf", Options::default())];
-        drop(DB::open_cf_descriptors(&created(), f.dir.join("db"), cfs).map_err(rocks("open_cf_descriptors"))?);
-        Ok(())
-    }),
+    path!(
+        "open-cf-descriptors",
+        "DB::open_cf_descriptors with the column family cf, dropped",
+        10,
+        closed_db,
+        |f, _| {
+            let cfs = vec![ColumnFamilyDescriptor::new("cf", Options::default())];
+            drop(DB::open_cf_descriptors(&created(), f.dir.join("db"), cfs).map_err(rocks("open_cf_descriptors"))?);
+            Ok(())
+        }
+    ),
     path!("open-read-only", "DB::open_for_read_only, dropped", 10, closed_db, |f, _| {
-        drop(DB::open_for_read_only(&Options::default(), f.dir.join("db"), false).map_err(rocks("open_for_read_only"))?);
+        drop(
+            DB::open_for_read_only(&Options::default(), f.dir.join("db"), false)
+                .map_err(rocks("open_for_read_only"))?,
+        );
         Ok(())
     }),
     path!("open-as-secondary", "DB::open_as_secondary beside the closed primary, dropped", 10, closed_db, |f, _| {
@@ -171,20 +185,33 @@ pub const PATHS: &[SweepPath] = &[
         Ok(())
     }),
     path!("open-with-ttl", "DB::open_with_ttl, dropped", 10, nothing, |f, _| {
-        drop(DB::open_with_ttl(&created(), f.dir.join("ttl"), Duration::from_secs(3600)).map_err(rocks("open_with_ttl"))?);
+        drop(
+            DB::open_with_ttl(&created(), f.dir.join("ttl"), Duration::from_secs(3600))
+                .map_err(rocks("open_with_ttl"))?,
+        );
         Ok(())
     }),
-    path!("open-missing-fails", "DB::open of a missing directory without create_if_missing (error)", 50, nothing, |f, _| {
-        must_fail("open of a missing directory", DB::open(&Options::default(), f.dir.join("missing")))
-    }),
+    path!(
+        "open-missing-fails",
+        "DB::open of a missing directory without create_if_missing (error)",
+        50,
+        nothing,
+        |f, _| { must_fail("open of a missing directory", DB::open(&Options::default(), f.dir.join("missing"))) }
+    ),
     path!("open-locked-fails", "DB::open of a directory another DB holds (lock error)", 50, open_db, |f, _| {
         must_fail("open of a locked directory", DB::open_default(f.dir.join("db")))
     }),
-    path!("open-bad-options-fails", "DB::open with a compression that is not compiled in (error)", 50, nothing, |f, _| {
-        let mut o = created();
-        o.set_compression_type(DBCompressionType::Zstd);
-        must_fail("open with zstd, not compiled in", DB::open(&o, f.dir.join("zstd")))
-    }),
+    path!(
+        "open-bad-options-fails",
+        "DB::open with a compression that is not compiled in (error)",
+        50,
+        nothing,
+        |f, _| {
+            let mut o = created();
+            o.set_compression_type(DBCompressionType::Zstd);
+            must_fail("open with zstd, not compiled in", DB::open(&o, f.dir.join("zstd")))
+        }
+    ),
     path!("destroy", "DB::destroy of a closed DB", 10, nothing, |f, i| {
         let dir = f.dir.join(format!("doomed{}", i % 4));
         drop(DB::open_default(&dir).map_err(rocks("open_default"))?);
@@ -259,13 +286,25 @@ pub const PATHS: &[SweepPath] = &[
     }),
     path!("load-latest-options", "Options::load_latest of a closed DB's options file", 20, closed_db, |f, _| {
         let env = Env::new().map_err(rocks("Env::new"))?;
-        drop(Options::load_latest(f.dir.join("db"), env, false, Cache::new_lru_cache(1 << 20)).map_err(rocks("load_latest"))?);
+        drop(
+            Options::load_latest(f.dir.join("db"), env, false, Cache::new_lru_cache(1 << 20))
+                .map_err(rocks("load_latest"))?,
+        );
         Ok(())
     }),
-    path!("load-latest-missing-fails", "Options::load_latest of a directory with no DB (error)", 200, nothing, |f, _| {
-        let env = Env::new().map_err(rocks("Env::new"))?;
-        must_fail("load_latest of a missing DB", Options::load_latest(f.dir.join("missing"), env, false, Cache::new_lru_cache(1 << 20)))
-    }),
+    path!(
+        "load-latest-missing-fails",
+        "Options::load_latest of a directory with no DB (error)",
+        200,
+        nothing,
+        |f, _| {
+            let env = Env::new().map_err(rocks("Env::new"))?;
+            must_fail(
+                "load_latest of a missing DB",
+                Options::load_latest(f.dir.join("missing"), env, false, Cache::new_lru_cache(1 << 20)),
+            )
+        }
+    ),
     // Metadata of a live DB.
     path!("cf-metadata", "get_column_family_metadata", 200, open_db, |f, _| {
         drop(f.db()?.get_column_family_metadata());
@@ -333,7 +372,10 @@ pub const PATHS: &[SweepPath] = &[
     }),
     path!("checkpoint", "a checkpoint into a new directory, removed", 5, open_db, |f, i| {
         let target = f.dir.join(format!("checkpoint{i}"));
-        Checkpoint::new(f.db()?).map_err(rocks("checkpoint"))?.create_checkpoint(&target).map_err(rocks("create_checkpoint"))?;
+        Checkpoint::new(f.db()?)
+            .map_err(rocks("checkpoint"))?
+            .create_checkpoint(&target)
+            .map_err(rocks("create_checkpoint"))?;
         std::fs::remove_dir_all(&target).map_err(|source| SweepError::Io { what: "remove checkpoint", source })
     }),
     // Transactions.

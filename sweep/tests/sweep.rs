@@ -9,7 +9,11 @@ use leakcheck::Verdict;
 use leakcheck_sweep::{PathOutcome, PATHS};
 
 fn sweep(args: &[&str]) -> (i32, Vec<PathOutcome>) {
-    let out = Command::new(env!("CARGO_BIN_EXE_rocksdb-sweep")).arg("--json").args(args).output().expect("spawn rocksdb-sweep");
+    let out = Command::new(env!("CARGO_BIN_EXE_rocksdb-sweep"))
+        .arg("--json")
+        .args(args)
+        .output()
+        .expect("spawn rocksdb-sweep");
     let code = out.status.code().unwrap_or(-1);
     let outcomes = serde_json::from_slice(&out.stdout)
         .unwrap_or_else(|e| panic!("exit {code}: {e}: {}", String::from_utf8_lossy(&out.stderr)));
@@ -37,7 +41,8 @@ fn planted_leaks_fail_the_sweep_at_their_size() {
         assert_eq!(o.verdict, Verdict::Leak, "{o:?}");
         assert!(o.known.is_none() && o.fails());
     }
-    let bytes = |name: &str| outcomes.iter().find(|o| o.path == name).and_then(|o| o.bytes_per_call).expect("bytes per call");
+    let bytes =
+        |name: &str| outcomes.iter().find(|o| o.path == name).and_then(|o| o.bytes_per_call).expect("bytes per call");
     // 16 bytes requested: jemalloc's 16-byte size class (the path's own list of what it kept
     // grows too, by well under a byte a call).
     let [b, lo, hi] = bytes("planted-16-bytes");

@@ -37,7 +37,11 @@ fn cycles<M: Measurement>(c: &mut Criterion<M>, what: &str, ledger: &Ledger) {
 fn main() {
     let ledger = Ledger::new();
     cycles(&mut Criterion::default().configure_from_args(), "time", &ledger);
-    cycles(&mut Criterion::default().with_measurement(RetainedBytes::default()).configure_from_args(), "retained_bytes", &ledger);
+    cycles(
+        &mut Criterion::default().with_measurement(RetainedBytes::default()).configure_from_args(),
+        "retained_bytes",
+        &ledger,
+    );
     Criterion::default().configure_from_args().final_summary();
     // Criterion rejects a measurement that is always 0, which a clean store's retained handles
     // are: count them once, over every cycle the benches ran.

@@ -19,7 +19,10 @@
 use std::fmt;
 use std::path::PathBuf;
 
-use leakcheck::tracked::{SingleThreaded, TrackedBlockBasedOptions, TrackedCache, TrackedCfDescriptor, TrackedDb, TrackedOptions, TrackedWriteBatch};
+use leakcheck::tracked::{
+    SingleThreaded, TrackedBlockBasedOptions, TrackedCache, TrackedCfDescriptor, TrackedDb, TrackedOptions,
+    TrackedWriteBatch,
+};
 use leakcheck::{CycleCtx, Integrity, Ledger, Lifecycle, StoreInfo};
 
 const USERS: &str = "users";
@@ -163,7 +166,11 @@ impl Lifecycle for KvService {
         }
         // Trim the audit trail to its last entries.
         let mut trim = TrackedWriteBatch::new(ctx.ledger);
-        trim.delete_range_cf(audit, format!("audit/{:012}", 0), format!("audit/{:012}", self.written.saturating_sub(AUDIT_KEPT)));
+        trim.delete_range_cf(
+            audit,
+            format!("audit/{:012}", 0),
+            format!("audit/{:012}", self.written.saturating_sub(AUDIT_KEPT)),
+        );
         db.write(trim).map_err(|e| KvError::RocksDb("trim", e))?;
         // Read back the records, in key order.
         let mut seen = 0;
@@ -178,7 +185,8 @@ impl Lifecycle for KvService {
     }
 
     fn close(&mut self, open: Open, ctx: &CycleCtx<'_>) -> Result<(), KvError> {
-        let flushed = fault(ctx, "close.flush").and_then(|()| open.db.flush().map_err(|e| KvError::RocksDb("flush", e)));
+        let flushed =
+            fault(ctx, "close.flush").and_then(|()| open.db.flush().map_err(|e| KvError::RocksDb("flush", e)));
         if flushed.is_err() && self.bug == Some(Bug::SkipReleaseOnFlushError) {
             // Planted: the early return skips the release of the options the DB was opened with.
             let Open { db, _options } = open;

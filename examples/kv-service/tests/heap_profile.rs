@@ -20,7 +20,12 @@ fn the_profile_names_the_function_that_made_the_leaked_options() -> Result<(), B
     let mut service = KvService::new(dir.path().join("kv"), &ledger, 8 << 20)?.with_bug(Bug::SkipReleaseOnFlushError);
     // One sample per 4 KiB: the options of every third cycle (a few KiB of C++ objects each) are
     // sampled tens of times in 60 cycles. The stacks are the property here, not the verdict.
-    let outcome = leakcheck::check(&mut service, &ledger).cycles(60).max_cycles(60).faults("close.flush=every:3").profile(12).run()?;
+    let outcome = leakcheck::check(&mut service, &ledger)
+        .cycles(60)
+        .max_cycles(60)
+        .faults("close.flush=every:3")
+        .profile(12)
+        .run()?;
     let r = &outcome.report;
     let tolerance = Tolerances::default().allocated_bytes_per_cycle;
     let named = r.heap_stack_naming("KvService::options", 3);
@@ -36,16 +41,29 @@ fn the_profile_names_the_function_that_made_the_leaked_options() -> Result<(), B
         })
         .collect();
     println!("{shown:#?}");
-    let fill: Vec<f64> = r.heap_growth.iter().filter(|g| g.explained_bytes_per_cycle > 0.0).map(|g| g.explained_bytes_per_cycle).collect();
-    println!("block cache fill explained: {:.0} B/cycle in {} of the report's stacks (those wholly explained rank last)", fill.iter().sum::<f64>(), fill.len());
+    let fill: Vec<f64> = r
+        .heap_growth
+        .iter()
+        .filter(|g| g.explained_bytes_per_cycle > 0.0)
+        .map(|g| g.explained_bytes_per_cycle)
+        .collect();
+    println!(
+        "block cache fill explained: {:.0} B/cycle in {} of the report's stacks (those wholly explained rank last)",
+        fill.iter().sum::<f64>(),
+        fill.len()
+    );
     for f in r.heap_growth_by_function.iter().take(3) {
-        println!("{:.0} B/cycle (>= {:.0}), {:.0} of it cache fill, {} stacks: {}", f.bytes_per_cycle, f.unexplained_lower_bytes_per_cycle, f.explained_bytes_per_cycle, f.stacks, f.function);
+        println!(
+            "{:.0} B/cycle (>= {:.0}), {:.0} of it cache fill, {} stacks: {}",
+            f.bytes_per_cycle, f.unexplained_lower_bytes_per_cycle, f.explained_bytes_per_cycle, f.stacks, f.function
+        );
     }
     let named = named.ok_or_else(|| format!("no top-3 stack names KvService::options: {shown:#?}"))?;
     assert!(named.unexplained_lower_bytes_per_cycle() > tolerance, "{named:?}");
     // Summed over its stacks (the options, their table factory and its cache), it comes first.
     let first = r.heap_function_naming("KvService::options", 1);
-    let first = first.ok_or_else(|| format!("KvService::options is not the first function: {:#?}", r.heap_growth_by_function))?;
+    let first = first
+        .ok_or_else(|| format!("KvService::options is not the first function: {:#?}", r.heap_growth_by_function))?;
     assert!(first.unexplained_lower_bytes_per_cycle > tolerance, "{first:?}");
     Ok(())
 }

@@ -69,7 +69,12 @@ fn check_prints_its_report_and_compare_reads_two() {
 
 #[test]
 fn bad_input_is_one_line_and_exit_2() {
-    for args in [&["check", "--faults", "open.dbb=5%"][..], &["check", "--cycles", "3"], &["soak", "--duration", "1h"], &["check", "--cache-bytes", "x"]] {
+    for args in [
+        &["check", "--faults", "open.dbb=5%"][..],
+        &["check", "--cycles", "3"],
+        &["soak", "--duration", "1h"],
+        &["check", "--cache-bytes", "x"],
+    ] {
         let out = Command::new(BIN).args(args).output().expect("run kv-soak");
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");

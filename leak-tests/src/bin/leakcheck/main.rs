@@ -24,7 +24,11 @@ use leakcheck::runner::StoreEnv;
 static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 #[derive(Parser)]
-#[command(name = "leakcheck", version, about = "Proves that code built on RocksDB releases every native resource it creates")]
+#[command(
+    name = "leakcheck",
+    version,
+    about = "Proves that code built on RocksDB releases every native resource it creates"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -188,7 +192,10 @@ fn power(runs: usize, max_cycles: u64, seed: u64, json: bool) -> Result<ExitCode
         return Ok(ExitCode::SUCCESS);
     }
     println!("cycles to a leak verdict, check's rule (looks at 200, then every 10), {runs} simulated runs each, up to {max_cycles} cycles");
-    println!("{:<18} {:<24} {:>8} {:>14} {:>8} {:>10} {:>10}", "store", "leak", "caught", "within 800", "clean", "median", "90th pct");
+    println!(
+        "{:<18} {:<24} {:>8} {:>14} {:>8} {:>10} {:>10}",
+        "store", "leak", "caught", "within 800", "clean", "median", "90th pct"
+    );
     for r in &rows {
         let c = |v: Option<u64>| v.map_or("-".to_string(), |v| v.to_string());
         println!(
@@ -235,7 +242,10 @@ fn dispatch(command: Command) -> Result<ExitCode> {
                 malloc.native_bytes, malloc.allocated_delta_bytes
             );
             let rocks = probe::check_rocksdb_coverage().context("allocator coverage")?;
-            println!("RocksDB memtable: {} B written, jemalloc allocated +{} B", rocks.native_bytes, rocks.allocated_delta_bytes);
+            println!(
+                "RocksDB memtable: {} B written, jemalloc allocated +{} B",
+                rocks.native_bytes, rocks.allocated_delta_bytes
+            );
             println!("native allocations are visible to jemalloc");
             Ok(ExitCode::SUCCESS)
         }
