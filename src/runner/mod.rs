@@ -386,16 +386,49 @@ where
 
 /// Runs `store` (already made, its handles registered in `ledger`) as [`run`] does.
 fn drive<L: Lifecycle>(store: &mut L, ledger: &Ledger, opts: &RunOptions, plan: &Plan) -> Result<RunOutcome, RunError> {
-    let soak = opts.mode == Mode::Soak;
     let faults = plan_for(opts, store)?;
     if let Some(dir) = &opts.report {
         report::prepare_dir(dir)
             .map_err(|source| RunError::Report { context: format!("--report {}", dir.display()), source })?;
     }
     let stop = if opts.interruptible { Some(crate::sys::stop_on_interrupt().map_err(RunError::Signal)?) } else { None };
+    let settings = settings_of(store, opts, plan, &faults);
+    let hc = harness_config(opts, plan, faults);
+    let warmup = hc.judged_analysis().warmup_cycles as u64;
+    let heap = opts.profile.map(|lg| heap::HeapRun::start(lg, opts.report.as_deref(), warmup)).transpose()?;
+    let csv = opts
+        .report
+        .as_ref()
+        .map(|dir| report::SamplesFile::create(&dir.join(report::SAMPLES_FILE)))
+        .transpose()
+        .map_err(|source| RunError::Report { context: "writing the report".to_string(), source })?;
+    let total = (plan.cycles != u64::MAX).then_some(plan.cycles);
+    let mut watch = Watch {
+        opts,
+        ledger,
+        settings,
+        progress: Progress::new(total, !opts.progress),
+        started: Instant::now(),
+        summary: CycleSummary::default(),
+        slope: None,
+        error: None,
+        interrupted: false,
+        csv,
+        heap,
+        stop,
+    };
+    let result = Harness::new(hc).run_observed(store, ledger, |p| watch.after_cycle(p));
+    watch.progress.finish();
+    if let Some(e) = watch.error.take() {
+        return Err(e);
+    }
+    watch.finish(result?)
+}
 
+/// The settings the report records.
+fn settings_of<L: Lifecycle>(store: &L, opts: &RunOptions, plan: &Plan, faults: &FaultPlan) -> RunSettings {
     let info = store.describe();
-    let settings = RunSettings {
+    RunSettings {
         command: opts.mode.name().to_string(),
         store: info.name,
         store_settings: info.settings,
@@ -407,10 +440,15 @@ fn drive<L: Lifecycle>(store: &mut L, ledger: &Ledger, opts: &RunOptions, plan: 
         tracking: plan.depth.name().to_string(),
         sample_every: plan.sample_every,
         profile_lg_sample: opts.profile,
-    };
+    }
+}
+
+/// The harness's settings: check stops once decided; a soak runs on, looked at as its cycles
+/// double, without keeping every cycle's record.
+fn harness_config(opts: &RunOptions, plan: &Plan, faults: FaultPlan) -> HarnessConfig {
+    let soak = opts.mode == Mode::Soak;
     let mut hc = HarnessConfig {
         cycles: plan.max_cycles.unwrap_or(plan.cycles),
-        // check stops once decided; a soak runs on, looked at as its cycles double.
         decide_after: (!soak).then_some(plan.cycles),
         plan: faults,
         seed: opts.seed,
@@ -424,53 +462,44 @@ fn drive<L: Lifecycle>(store: &mut L, ledger: &Ledger, opts: &RunOptions, plan: 
     if let Some(check) = opts.allocator_check {
         hc.allocator_check = check;
     }
-    let analysis = hc.judged_analysis();
-    let mut heap = match opts.profile {
-        Some(lg) => Some(heap::HeapRun::start(lg, opts.report.as_deref(), analysis.warmup_cycles as u64)?),
-        None => None,
-    };
-    let harness = Harness::new(hc);
+    hc
+}
 
-    let total = (plan.cycles != u64::MAX).then_some(plan.cycles);
-    let mut progress = Progress::new(total, !opts.progress);
-    let started = Instant::now();
-    let mut summary = CycleSummary::default();
-    let mut slope: Option<f64> = None;
-    let mut write_error = None;
-    let mut interrupted = false;
-    let mut csv = match &opts.report {
-        Some(dir) => Some(
-            report::SamplesFile::create(&dir.join(report::SAMPLES_FILE))
-                .map_err(|source| RunError::Report { context: "writing the report".to_string(), source })?,
-        ),
-        None => None,
-    };
-    let result = harness.run_observed(store, ledger, |p| {
-        summary.add(p.record);
+/// What [`drive`] keeps while the harness runs: the report being written, the progress line, the
+/// heap profile, and why the run stopped early.
+struct Watch<'a> {
+    opts: &'a RunOptions,
+    ledger: &'a Ledger,
+    settings: RunSettings,
+    progress: Progress,
+    started: Instant,
+    summary: CycleSummary,
+    slope: Option<f64>,
+    error: Option<RunError>,
+    interrupted: bool,
+    csv: Option<report::SamplesFile>,
+    heap: Option<heap::HeapRun>,
+    stop: Option<&'static std::sync::atomic::AtomicBool>,
+}
+
+impl Watch<'_> {
+    /// After each cycle: samples appended, the report rewritten every `report_every` cycles, the
+    /// progress line, the heap profile; stops on an error, an interrupt or the duration's end.
+    /// (Past the cycles asked for, the harness itself stops once the memory signals decide.)
+    fn after_cycle(&mut self, p: &crate::harness::Progress<'_>) -> ControlFlow<()> {
+        self.summary.add(p.record);
         let cycle = p.record.cycle + 1;
-        if let (Some(f), Some(s)) = (csv.as_mut(), p.sample) {
+        if let (Some(f), Some(s)) = (self.csv.as_mut(), p.sample) {
             f.push(s);
         }
-        if cycle % opts.report_every == 0 || cycle == 1 {
-            let interim = p.judged.cloned().unwrap_or_else(|| p.analysis.current());
-            slope = interim.leak_rate.as_ref().map(|r| r.bytes_per_cycle);
-            if let (Some(dir), Some(f)) = (&opts.report, csv.as_mut()) {
-                let r = RunReport::new(
-                    settings.clone(),
-                    &interim,
-                    summary.clone(),
-                    ledger.report(),
-                    cycle,
-                    started.elapsed().as_secs_f64(),
-                    false,
-                );
-                if let Err(e) = write_report(dir, f, &r, p.samples, false) {
-                    write_error = Some(e);
-                    return ControlFlow::Break(());
-                }
+        if cycle.is_multiple_of(self.opts.report_every) || cycle == 1 {
+            if let Err(e) = self.interim_report(p, cycle) {
+                self.error = Some(e);
+                return ControlFlow::Break(());
             }
         }
-        progress.tick(cycle, || {
+        let (ledger, slope) = (self.ledger, self.slope);
+        self.progress.tick(cycle, || {
             let unexplained = p.samples.last().and_then(|s| s.sample.unexplained_bytes()).unwrap_or(0) as f64;
             format!(
                 "retained handles {}  unexplained {}  slope {}",
@@ -479,40 +508,57 @@ fn drive<L: Lifecycle>(store: &mut L, ledger: &Ledger, opts: &RunOptions, plan: 
                 slope.map_or("-".to_string(), |s| format!("{s:+.1} B/cycle"))
             )
         });
-        if let Some(h) = heap.as_mut() {
-            if let Err(e) = h.after_cycle(cycle, heap::cache_fill(p.samples)) {
-                write_error = Some(e);
-                return ControlFlow::Break(());
-            }
-        }
-        if stop.is_some_and(|s| s.load(Ordering::Relaxed)) {
-            interrupted = true;
+        if let Some(Err(e)) = self.heap.as_mut().map(|h| h.after_cycle(cycle, heap::cache_fill(p.samples))) {
+            self.error = Some(e);
             return ControlFlow::Break(());
         }
-        if opts.duration.is_some_and(|d| started.elapsed() >= d) {
+        if self.stop.is_some_and(|s| s.load(Ordering::Relaxed)) {
+            self.interrupted = true;
             return ControlFlow::Break(());
         }
-        // Past the cycles asked for, the harness stops as soon as the memory signals decide.
+        if self.opts.duration.is_some_and(|d| self.started.elapsed() >= d) {
+            return ControlFlow::Break(());
+        }
         ControlFlow::Continue(())
-    });
-    progress.finish();
-    if let Some(e) = write_error {
-        return Err(e);
     }
-    let h = result?;
-    let elapsed = started.elapsed().as_secs_f64();
-    // The observer saw every cycle's full record: its summary is the run's, soak or check.
-    let mut r = RunReport::new(settings, &h.verdict, summary, h.ledger.clone(), h.cycles_run, elapsed, true);
-    r.interrupted = interrupted;
-    if let Some(heap) = heap {
-        let growth = heap.finish(h.cycles_run, heap::cache_fill(&h.samples))?;
-        r.heap_growth = growth.stacks;
-        r.heap_growth_by_function = growth.functions;
+
+    /// The verdict so far, and the report with it when there is a report directory.
+    fn interim_report(&mut self, p: &crate::harness::Progress<'_>, cycle: u64) -> Result<(), RunError> {
+        let interim = p.judged.cloned().unwrap_or_else(|| p.analysis.current());
+        self.slope = interim.leak_rate.as_ref().map(|r| r.bytes_per_cycle);
+        let (Some(dir), Some(f)) = (&self.opts.report, self.csv.as_mut()) else {
+            return Ok(());
+        };
+        let elapsed = self.started.elapsed().as_secs_f64();
+        let r = RunReport::new(
+            self.settings.clone(),
+            &interim,
+            self.summary.clone(),
+            self.ledger.report(),
+            cycle,
+            elapsed,
+            false,
+        );
+        write_report(dir, f, &r, p.samples, false)
     }
-    if let (Some(dir), Some(f)) = (&opts.report, csv.as_mut()) {
-        write_report(dir, f, &r, &h.samples, true)?;
+
+    /// The final report, with the heap growth when profiled.
+    fn finish(mut self, h: crate::harness::HarnessReport) -> Result<RunOutcome, RunError> {
+        let elapsed = self.started.elapsed().as_secs_f64();
+        // The observer saw every cycle's full record: its summary is the run's, soak or check.
+        let mut r =
+            RunReport::new(self.settings, &h.verdict, self.summary, h.ledger.clone(), h.cycles_run, elapsed, true);
+        r.interrupted = self.interrupted;
+        if let Some(heap) = self.heap {
+            let growth = heap.finish(h.cycles_run, heap::cache_fill(&h.samples))?;
+            r.heap_growth = growth.stacks;
+            r.heap_growth_by_function = growth.functions;
+        }
+        if let (Some(dir), Some(f)) = (&self.opts.report, self.csv.as_mut()) {
+            write_report(dir, f, &r, &h.samples, true)?;
+        }
+        Ok(RunOutcome { report: r, report_dir: self.opts.report.clone() })
     }
-    Ok(RunOutcome { report: r, report_dir: opts.report.clone() })
 }
 
 /// Appends the new samples to samples.csv (synced), then writes report.json and the plots, each
