@@ -398,7 +398,7 @@ impl Faults {
         match self.check(name) {
             None => false,
             Some(FaultAction::Error) => true,
-            Some(FaultAction::Panic) => panic!("leakcheck: injected panic at fault point {name}"),
+            Some(FaultAction::Panic) => InjectedPanic::raise(name),
         }
     }
 
@@ -460,6 +460,37 @@ pub fn matrix_plans(points: &BTreeSet<String>) -> Vec<FaultPlan> {
         }
     }
     plans
+}
+
+/// The payload of a panic a fault plan injects (`:panic` in a plan). Raise it with
+/// [`InjectedPanic::raise`] where a store acts on [`FaultAction::Panic`]: the harness's panic
+/// hook recognises it by type and keeps it out of stderr (every other panic goes on to the hook
+/// before it), and a cycle record shows its message.
+///
+/// ```
+/// let caught = std::panic::catch_unwind(|| leakcheck::fault::InjectedPanic::raise("close.flush"));
+/// let payload = caught.expect_err("it panics");
+/// let injected = payload.downcast_ref::<leakcheck::fault::InjectedPanic>().expect("typed");
+/// assert_eq!(injected.point, "close.flush");
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct InjectedPanic {
+    /// The fault point that fired.
+    pub point: String,
+}
+
+impl InjectedPanic {
+    /// Panics with an [`InjectedPanic`] for `point`.
+    pub fn raise(point: &str) -> ! {
+        std::panic::panic_any(InjectedPanic { point: point.to_string() })
+    }
+}
+
+impl fmt::Display for InjectedPanic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "leakcheck: injected panic at fault point {}", self.point)
+    }
 }
 
 #[cfg(test)]

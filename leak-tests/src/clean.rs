@@ -20,7 +20,7 @@ use rocksdb::{Direction, IteratorMode, MultiThreaded, SingleThreaded};
 use serde::{Deserialize, Serialize};
 
 use crate::reference::{ReferenceConfig, ReferenceStore};
-use leakcheck::fault::{FaultAction, FaultPlan};
+use leakcheck::fault::{FaultAction, FaultPlan, InjectedPanic};
 use leakcheck::harness::{CycleCtx, Harness, HarnessConfig, HarnessError, HarnessReport, Lifecycle};
 use leakcheck::probe::RocksDbMemory;
 use leakcheck::tracked::{
@@ -58,7 +58,7 @@ fn fault(ctx: &CycleCtx<'_>, point: &str) -> Result<()> {
     match ctx.faults.check(point) {
         None => Ok(()),
         Some(FaultAction::Error) => Err(CleanStoreError(format!("injected error at {point}"))),
-        Some(FaultAction::Panic) => panic!("leakcheck: injected panic at fault point {point}"),
+        Some(FaultAction::Panic) => InjectedPanic::raise(point),
     }
 }
 

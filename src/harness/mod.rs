@@ -13,7 +13,7 @@ use std::sync::Once;
 
 use serde::{Deserialize, Serialize};
 
-use crate::fault::{matrix_plans, FaultPlan, FaultPlanError, Faults};
+use crate::fault::{matrix_plans, FaultPlan, FaultPlanError, Faults, InjectedPanic};
 use crate::probe::jemalloc::ThreadCounters;
 use crate::probe::{ProbeError, RocksDbMemory};
 use crate::verdict::{
@@ -506,13 +506,7 @@ fn quiet_injected_panics() {
     QUIET_INJECTED_PANICS.call_once(|| {
         let previous = std::panic::take_hook();
         std::panic::set_hook(Box::new(move |info| {
-            let msg = info
-                .payload()
-                .downcast_ref::<String>()
-                .map(String::as_str)
-                .or_else(|| info.payload().downcast_ref::<&str>().copied())
-                .unwrap_or("");
-            if !msg.starts_with("leakcheck: injected panic") {
+            if !info.payload().is::<InjectedPanic>() {
                 previous(info);
             }
         }));
@@ -543,6 +537,7 @@ fn panic_text(payload: &Payload) -> String {
         .downcast_ref::<String>()
         .cloned()
         .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
+        .or_else(|| payload.downcast_ref::<InjectedPanic>().map(InjectedPanic::to_string))
         .unwrap_or_else(|| "panic with a non-string payload".to_string())
 }
 
@@ -653,108 +648,20 @@ impl Harness {
     ) -> Result<HarnessReport, HarnessError> {
         let cfg = &self.config;
         cfg.plan.validate(&store.fault_points())?;
-        let mut judged_cfg = cfg.judged_analysis();
-        judged_cfg.instances_per_cycle = store.instances_per_cycle();
         quiet_injected_panics();
         let faults = Faults::new(&cfg.plan, cfg.seed);
         let probe = match store.data_dir() {
             Some(dir) => Probe::new().watch_dir(dir)?,
             None => Probe::new(),
         };
-        let with_rocksdb = |store: &L, mut s: Sample| {
-            s.rocksdb = store.rocksdb_memory();
-            s
-        };
         let unavailable = (cfg.allocator_check)().err();
-        let mut bk = Bookkeeping::new();
-        let mut swallowed_total = ledger.swallowed_count();
-        let mut records =
-            bk.track(|| Vec::with_capacity(if cfg.keep_records { cfg.cycles.min(10_000) as usize } else { 0 }));
-        let mut samples = bk.track(|| Thinned::new(if cfg.keep_records { usize::MAX } else { MAX_SOAK_SAMPLES }));
-        let mut analysis = bk.track(|| Analysis::new(judged_cfg));
-        let mut judged: Option<RunVerdict> = None;
-        let mut cycles_run = 0;
-        let mut patience = Patience { patient: true };
-        let mut shared = SharedBaseline::default();
-        let mut baseline = with_rocksdb(store, probe.settle(cfg.settle, None).sample);
-        baseline.bookkeeping_bytes = bk.bytes();
-        bk.track(|| analysis.baseline(&baseline));
-        let target = baseline.clone();
+        let mut run = Run::start(store, ledger, cfg, probe);
         for cycle in 0..cfg.cycles {
-            let mut record =
-                run_cycle(store, ledger, &faults, cycle, cfg, &mut swallowed_total, &mut bk, &mut patience);
-            bk.track(|| {
-                shared.observe(ledger, &mut record);
-                analysis.record(&record.facts());
-            });
-            let mut sampled = None;
-            if cycle % cfg.sample_every.max(1) == 0 {
-                let settled = probe.settled_sample_towards(patience.sample_settle(cfg), &target);
-                if settled.sample.holds_more_files_than(&target) {
-                    patience.patient = false;
-                }
-                let mut s = with_rocksdb(store, settled.sample);
-                s.bookkeeping_bytes = bk.bytes();
-                let sample = bk.track(|| CycleSample::new(cycle, s, record.retained_handles.clone(), settled.settled));
-                bk.track(|| analysis.sample(&sample));
-                sampled = Some(sample);
-            }
-            cycles_run += 1;
-            let look = cfg.look_after(&judged_cfg, cycle + 1);
-            if let Some(look) = look {
-                // The verdict it replaces is dropped inside the bookkeeping too.
-                bk.track(|| judged = Some(analysis.look(look)));
-            }
-            // The observer runs outside the bookkeeping: what it keeps is not the harness's, and
-            // must not be subtracted from the bytes judged.
-            let progress = Progress {
-                record: &record,
-                sample: sampled.as_ref(),
-                samples: samples.kept(),
-                analysis: &analysis,
-                judged: judged.as_ref().filter(|_| look.is_some()),
-            };
-            let decided = cfg.decide_after.is_some()
-                && look.is_some()
-                && judged.as_ref().is_some_and(|v| v.verdict != Verdict::Inconclusive);
-            let stop = observe(&progress).is_break() || decided;
-            bk.track(|| {
-                if let Some(s) = sampled {
-                    samples.push(s);
-                }
-                if cfg.keep_records {
-                    records.push(record);
-                }
-            });
-            if stop {
+            if run.cycle(store, &faults, cycle, &mut observe).is_break() {
                 break;
             }
         }
-        let mut last = with_rocksdb(store, probe.settle(cfg.settle, None).sample);
-        last.bookkeeping_bytes = bk.bytes();
-        analysis.last(&last);
-        // The last look: the one the run stopped at (judged again as the last, which can only
-        // turn growth evidenced below the budget from inconclusive to clean), else one more.
-        let done = cycles_run;
-        let index = match cfg.look_after(&judged_cfg, done) {
-            Some(look) => look.index,
-            None => judged_cfg.looks.index(done, true),
-        };
-        let mut verdict = analysis.look(Look::last(index));
-        if let Some(reason) = unavailable {
-            verdict.mark_bytes_unavailable(reason);
-        }
-        Ok(HarnessReport {
-            cycles_run,
-            plan: cfg.plan.to_string(),
-            seed: cfg.seed,
-            baseline,
-            last,
-            records,
-            samples: samples.into_vec(),
-            verdict,
-            ledger: ledger.report(),
-        })
+        Ok(run.finish(store, unavailable))
     }
 
     /// The automatic fault matrix: one recording cycle finds every fault point a clean cycle
@@ -775,16 +682,14 @@ impl Harness {
         let probe = store.data_dir().and_then(|d| Probe::new().watch_dir(d).ok()).unwrap_or_default();
         let bytes_visible = (cfg.allocator_check)().is_ok();
         let recorder = Faults::recording(&FaultPlan::none(), cfg.seed);
-        let mut swallowed_total = ledger.swallowed_count();
-        let mut bk = Bookkeeping::new();
-        let mut patience = Patience { patient: true };
-        let discovery = run_cycle(store, ledger, &recorder, 0, cfg, &mut swallowed_total, &mut bk, &mut patience);
+        let mut c = Cycler::new(ledger, cfg);
+        let discovery = c.cycle(store, &recorder, 0);
         let points: BTreeSet<String> = recorder.passed().into_keys().collect();
         let plans = matrix_plans(&points);
         let clean = Faults::new(&FaultPlan::none(), cfg.seed);
         let mut cycle = 1;
-        let mut run = |store: &mut L, faults: &Faults, bk: &mut Bookkeeping| {
-            let record = run_cycle(store, ledger, faults, cycle, cfg, &mut swallowed_total, bk, &mut patience);
+        let mut run = |store: &mut L, faults: &Faults, c: &mut Cycler<'_>| {
+            let record = c.cycle(store, faults, cycle);
             cycle += 1;
             record
         };
@@ -798,26 +703,26 @@ impl Harness {
         // exactly when the record it keeps is).
         let mut kept: Vec<Option<CycleRecord>> = vec![None; plans.len()];
         let mut changes: Vec<Vec<f64>> =
-            bk.track(|| vec![Vec::with_capacity(cfg.matrix_repeats as usize); plans.len()]);
+            c.bk.track(|| vec![Vec::with_capacity(cfg.matrix_repeats as usize); plans.len()]);
         let mut reference: Vec<f64> =
-            bk.track(|| Vec::with_capacity(cfg.matrix_repeats as usize * plans.len() / 3 + 1));
+            c.bk.track(|| Vec::with_capacity(cfg.matrix_repeats as usize * plans.len() / 3 + 1));
         let mut warmup_unclean = None;
         let judged = cfg.matrix_repeats >= MIN_MATRIX_REPEATS;
         if judged {
             for _ in 0..cfg.analysis.warmup_cycles {
-                let r = run(store, &clean, &mut bk);
-                keep_if_unclean(&mut bk, &mut warmup_unclean, r);
+                let r = run(store, &clean, &mut c);
+                keep_if_unclean(&mut c.bk, &mut warmup_unclean, r);
             }
         }
         for round in 0..cfg.matrix_repeats.max(1) {
             for (i, plan) in plans.iter().enumerate() {
-                let before = level(store, &bk);
+                let before = level(store, &c.bk);
                 // The plan's state and the records are the harness's memory: made, kept or
                 // dropped inside its bookkeeping, before the level is read.
-                let faults = bk.track(|| Faults::new(plan, cfg.seed.wrapping_add(u64::from(round))));
-                let record = run(store, &faults, &mut bk);
-                let after_clean = run(store, &clean, &mut bk);
-                bk.track(|| {
+                let faults = c.bk.track(|| Faults::new(plan, cfg.seed.wrapping_add(u64::from(round))));
+                let record = run(store, &faults, &mut c);
+                let after_clean = run(store, &clean, &mut c);
+                c.bk.track(|| {
                     drop(faults);
                     for r in [record, after_clean] {
                         if kept[i].as_ref().is_none_or(|k| record_clean(k) && !record_clean(&r)) {
@@ -825,46 +730,212 @@ impl Harness {
                         }
                     }
                 });
-                let after = level(store, &bk);
+                let after = level(store, &c.bk);
                 if let Some(d) = before.zip(after).map(|(b, a)| a - b) {
-                    bk.track(|| changes[i].push(d));
+                    c.bk.track(|| changes[i].push(d));
                 }
                 if judged && i % 3 == 2 {
-                    let before = level(store, &bk);
+                    let before = level(store, &c.bk);
                     for _ in 0..2 {
-                        let r = run(store, &clean, &mut bk);
-                        keep_if_unclean(&mut bk, &mut warmup_unclean, r);
+                        let r = run(store, &clean, &mut c);
+                        keep_if_unclean(&mut c.bk, &mut warmup_unclean, r);
                     }
-                    if let Some(d) = before.zip(level(store, &bk)).map(|(b, a)| a - b) {
-                        bk.track(|| reference.push(d));
+                    if let Some(d) = before.zip(level(store, &c.bk)).map(|(b, a)| a - b) {
+                        c.bk.track(|| reference.push(d));
                     }
                 }
             }
         }
-        let alpha = cfg.analysis.signal_alpha(1) / plans.len().max(1) as f64;
-        let tolerance = cfg.analysis.tolerances.bytes_per_firing;
-        let entries = plans
-            .iter()
-            .enumerate()
-            .map(|(i, plan)| {
-                let bytes = (judged
-                    && changes[i].len() >= MIN_MATRIX_REPEATS as usize
-                    && reference.len() >= MIN_MATRIX_REPEATS as usize)
-                    .then(|| matrix_bytes(&plan.to_string(), &changes[i], &reference, tolerance, alpha));
-                let record = kept[i].take().unwrap_or_else(|| discovery.clone());
-                let records_clean = record_clean(&record);
-                let leaks_bytes = bytes.as_ref().is_some_and(|b| b.verdict == Verdict::Leak);
-                MatrixEntry {
-                    plan: plan.to_string(),
-                    clean: records_clean && !leaks_bytes,
-                    record,
-                    bytes,
-                    repeats: cfg.matrix_repeats.max(1),
-                }
-            })
-            .collect();
+        let measured = Measured { judged, changes, reference };
+        let entries = matrix_entries(cfg, &plans, &measured, kept, &discovery);
         MatrixReport { points: points.into_iter().collect(), discovery, entries, clean_cycles_unclean: warmup_unclean }
     }
+}
+
+/// A run in progress ([`Harness::run_observed`]): what it keeps of the cycles so far.
+struct Run<'a> {
+    c: Cycler<'a>,
+    cfg: &'a HarnessConfig,
+    judged_cfg: AnalysisConfig,
+    probe: Probe,
+    records: Vec<CycleRecord>,
+    samples: Thinned,
+    analysis: Analysis,
+    /// The verdict of the last look.
+    judged: Option<RunVerdict>,
+    cycles_run: u64,
+    shared: SharedBaseline,
+    baseline: Sample,
+}
+
+/// `s` with RocksDB's figures for `store`.
+fn with_rocksdb<L: Lifecycle>(store: &L, mut s: Sample) -> Sample {
+    s.rocksdb = store.rocksdb_memory();
+    s
+}
+
+impl<'a> Run<'a> {
+    /// Before the first cycle: the baseline sample, and the harness's records made inside its
+    /// bookkeeping.
+    fn start<L: Lifecycle>(store: &L, ledger: &'a Ledger, cfg: &'a HarnessConfig, probe: Probe) -> Self {
+        let mut judged_cfg = cfg.judged_analysis();
+        judged_cfg.instances_per_cycle = store.instances_per_cycle();
+        let mut c = Cycler::new(ledger, cfg);
+        let records =
+            c.bk.track(|| Vec::with_capacity(if cfg.keep_records { cfg.cycles.min(10_000) as usize } else { 0 }));
+        let samples = c.bk.track(|| Thinned::new(if cfg.keep_records { usize::MAX } else { MAX_SOAK_SAMPLES }));
+        let mut analysis = c.bk.track(|| Analysis::new(judged_cfg));
+        let mut baseline = with_rocksdb(store, probe.settle(cfg.settle, None).sample);
+        baseline.bookkeeping_bytes = c.bk.bytes();
+        c.bk.track(|| analysis.baseline(&baseline));
+        Run {
+            c,
+            cfg,
+            judged_cfg,
+            probe,
+            records,
+            samples,
+            analysis,
+            judged: None,
+            cycles_run: 0,
+            shared: SharedBaseline::default(),
+            baseline,
+        }
+    }
+
+    /// One cycle, its sample when one is due, the look when one is due, and the observer;
+    /// `Break` when the observer stops the run or check's verdict is decided.
+    fn cycle<L: Lifecycle>(
+        &mut self,
+        store: &mut L,
+        faults: &Faults,
+        cycle: u64,
+        observe: &mut impl FnMut(&Progress<'_>) -> ControlFlow<()>,
+    ) -> ControlFlow<()> {
+        let cfg = self.cfg;
+        let mut record = self.c.cycle(store, faults, cycle);
+        let ledger = self.c.ledger;
+        self.c.bk.track(|| {
+            self.shared.observe(ledger, &mut record);
+            self.analysis.record(&record.facts());
+        });
+        let sampled = cycle.is_multiple_of(cfg.sample_every.max(1)).then(|| self.sample(store, cycle, &record));
+        self.cycles_run += 1;
+        let look = cfg.look_after(&self.judged_cfg, cycle + 1);
+        if let Some(look) = look {
+            // The verdict it replaces is dropped inside the bookkeeping too.
+            self.c.bk.track(|| self.judged = Some(self.analysis.look(look)));
+        }
+        // The observer runs outside the bookkeeping: what it keeps is not the harness's, and
+        // must not be subtracted from the bytes judged.
+        let progress = Progress {
+            record: &record,
+            sample: sampled.as_ref(),
+            samples: self.samples.kept(),
+            analysis: &self.analysis,
+            judged: self.judged.as_ref().filter(|_| look.is_some()),
+        };
+        let decided = cfg.decide_after.is_some()
+            && look.is_some()
+            && self.judged.as_ref().is_some_and(|v| v.verdict != Verdict::Inconclusive);
+        let stop = observe(&progress).is_break() || decided;
+        self.c.bk.track(|| {
+            if let Some(s) = sampled {
+                self.samples.push(s);
+            }
+            if cfg.keep_records {
+                self.records.push(record);
+            }
+        });
+        if stop {
+            ControlFlow::Break(())
+        } else {
+            ControlFlow::Continue(())
+        }
+    }
+
+    /// The settled sample after `record`'s cycle, given to the analysis. A sample that holds
+    /// more files than the baseline makes later settles impatient (a leak is established).
+    fn sample<L: Lifecycle>(&mut self, store: &L, cycle: u64, record: &CycleRecord) -> CycleSample {
+        let settled = self.probe.settled_sample_towards(self.c.patience.sample_settle(self.cfg), &self.baseline);
+        if settled.sample.holds_more_files_than(&self.baseline) {
+            self.c.patience.patient = false;
+        }
+        let mut s = with_rocksdb(store, settled.sample);
+        s.bookkeeping_bytes = self.c.bk.bytes();
+        let sample = self.c.bk.track(|| CycleSample::new(cycle, s, record.retained_handles.clone(), settled.settled));
+        self.c.bk.track(|| self.analysis.sample(&sample));
+        sample
+    }
+
+    /// After the last cycle: the last sample and the last look (the one the run stopped at,
+    /// judged again as the last, which can only turn growth evidenced below the budget from
+    /// inconclusive to clean; else one more).
+    fn finish<L: Lifecycle>(mut self, store: &L, unavailable: Option<String>) -> HarnessReport {
+        let cfg = self.cfg;
+        let mut last = with_rocksdb(store, self.probe.settle(cfg.settle, None).sample);
+        last.bookkeeping_bytes = self.c.bk.bytes();
+        self.analysis.last(&last);
+        let done = self.cycles_run;
+        let index = match cfg.look_after(&self.judged_cfg, done) {
+            Some(look) => look.index,
+            None => self.judged_cfg.looks.index(done, true),
+        };
+        let mut verdict = self.analysis.look(Look::last(index));
+        if let Some(reason) = unavailable {
+            verdict.mark_bytes_unavailable(reason);
+        }
+        HarnessReport {
+            cycles_run: self.cycles_run,
+            plan: cfg.plan.to_string(),
+            seed: cfg.seed,
+            baseline: self.baseline,
+            last,
+            records: self.records,
+            samples: self.samples.into_vec(),
+            verdict,
+            ledger: self.c.ledger.report(),
+        }
+    }
+}
+
+/// What the fault matrix measured: per plan, the change in unexplained bytes over each of its
+/// cycles and the clean one after; the same over pairs of clean cycles; whether bytes are judged.
+struct Measured {
+    judged: bool,
+    changes: Vec<Vec<f64>>,
+    reference: Vec<f64>,
+}
+
+/// One entry per plan: the record it keeps (its first unclean cycle, else its first) and its
+/// bytes against the clean pairs', at the run's error rate split over the plans.
+fn matrix_entries(
+    cfg: &HarnessConfig,
+    plans: &[FaultPlan],
+    m: &Measured,
+    mut kept: Vec<Option<CycleRecord>>,
+    discovery: &CycleRecord,
+) -> Vec<MatrixEntry> {
+    let alpha = cfg.analysis.signal_alpha(1) / plans.len().max(1) as f64;
+    let tolerance = cfg.analysis.tolerances.bytes_per_firing;
+    let enough = |v: &[f64]| v.len() >= MIN_MATRIX_REPEATS as usize;
+    plans
+        .iter()
+        .enumerate()
+        .map(|(i, plan)| {
+            let bytes = (m.judged && enough(&m.changes[i]) && enough(&m.reference))
+                .then(|| matrix_bytes(&plan.to_string(), &m.changes[i], &m.reference, tolerance, alpha));
+            let record = kept[i].take().unwrap_or_else(|| discovery.clone());
+            let leaks_bytes = bytes.as_ref().is_some_and(|b| b.verdict == Verdict::Leak);
+            MatrixEntry {
+                plan: plan.to_string(),
+                clean: record_clean(&record) && !leaks_bytes,
+                record,
+                bytes,
+                repeats: cfg.matrix_repeats.max(1),
+            }
+        })
+        .collect()
 }
 
 /// A plan's bytes per cycle beyond clean cycles (the difference of the means, Welch's interval)
@@ -899,64 +970,105 @@ fn record_clean(r: &CycleRecord) -> bool {
         && r.integrity.total_violations() == 0
 }
 
-#[allow(clippy::too_many_arguments)]
-fn run_cycle<L: Lifecycle>(
-    store: &mut L,
-    ledger: &Ledger,
-    faults: &Faults,
-    cycle: u64,
-    cfg: &HarnessConfig,
-    swallowed_total: &mut usize,
-    bk: &mut Bookkeeping,
-    patience: &mut Patience,
-) -> CycleRecord {
-    faults.set_cycle(cycle);
-    let ctx = CycleCtx { cycle, ledger, faults };
-    let mut work = Raw::Skipped;
-    let mut close = Raw::Skipped;
-    let mut unshared = 0;
-    let mut unshared_sites = Vec::new();
-    let open = match catch_unwind(AssertUnwindSafe(|| store.open(&ctx))) {
-        Ok(Ok(mut opened)) => {
-            work = raw(|| store.work(&mut opened, &ctx));
-            unshared = unshared_caches(ledger);
-            if unshared > 0 {
-                unshared_sites = ledger
-                    .report()
-                    .retained
-                    .into_iter()
-                    .filter(|g| g.kind == HandleKind::Cache.name() || g.kind == HandleKind::WriteBufferManager.name())
-                    .filter_map(|g| g.site)
-                    .collect();
-            }
-            // Close runs whatever work did: it is the release path.
-            close = raw(|| store.close(opened, &ctx));
-            Raw::Ok
+/// What a run carries from cycle to cycle: the harness's bookkeeping, the swallowed close errors
+/// counted so far, and how patient the settles still are.
+struct Cycler<'a> {
+    ledger: &'a Ledger,
+    cfg: &'a HarnessConfig,
+    bk: Bookkeeping,
+    swallowed_total: usize,
+    patience: Patience,
+}
+
+impl<'a> Cycler<'a> {
+    fn new(ledger: &'a Ledger, cfg: &'a HarnessConfig) -> Self {
+        Cycler {
+            ledger,
+            cfg,
+            bk: Bookkeeping::new(),
+            swallowed_total: ledger.swallowed_count(),
+            patience: Patience { patient: true },
         }
-        Ok(Err(e)) => Raw::Err(e),
-        Err(p) => Raw::Panic(p),
-    };
-    let phases = bk.track(|| (describe(&open), describe(&work), describe(&close)));
-    drop((open, work, close));
-    let settle = patience.handle_settle(cfg);
-    let retained_handles = bk.track(|| {
-        settle
-            .retry(|| {
-                let r = ledger.retained_counts();
-                if r.is_empty() {
-                    Ok(r)
-                } else {
-                    Err(r)
-                }
-            })
-            .unwrap_or_else(|r| r)
-    });
-    if !retained_handles.is_empty() {
-        patience.patient = false;
     }
-    let checked = (cfg.check_every > 0 && cycle.is_multiple_of(cfg.check_every))
-        .then(|| catch_unwind(AssertUnwindSafe(|| store.check(&ctx))));
-    let integrity = bk.track(|| match &checked {
+
+    /// Runs one cycle of `store` (open, work, close, the handle settle, the integrity check)
+    /// and records it.
+    fn cycle<L: Lifecycle>(&mut self, store: &mut L, faults: &Faults, cycle: u64) -> CycleRecord {
+        let (ledger, cfg) = (self.ledger, self.cfg);
+        faults.set_cycle(cycle);
+        let ctx = CycleCtx { cycle, ledger, faults };
+        let mut work = Raw::Skipped;
+        let mut close = Raw::Skipped;
+        let mut unshared = 0;
+        let mut unshared_sites = Vec::new();
+        let open = match catch_unwind(AssertUnwindSafe(|| store.open(&ctx))) {
+            Ok(Ok(mut opened)) => {
+                work = raw(|| store.work(&mut opened, &ctx));
+                unshared = unshared_caches(ledger);
+                if unshared > 0 {
+                    unshared_sites = unshared_cache_sites(ledger);
+                }
+                // Close runs whatever work did: it is the release path.
+                close = raw(|| store.close(opened, &ctx));
+                Raw::Ok
+            }
+            Ok(Err(e)) => Raw::Err(e),
+            Err(p) => Raw::Panic(p),
+        };
+        let phases = self.bk.track(|| (describe(&open), describe(&work), describe(&close)));
+        drop((open, work, close));
+        let settle = self.patience.handle_settle(cfg);
+        let retained_handles = self.bk.track(|| {
+            settle
+                .retry(|| {
+                    let r = ledger.retained_counts();
+                    if r.is_empty() {
+                        Ok(r)
+                    } else {
+                        Err(r)
+                    }
+                })
+                .unwrap_or_else(|r| r)
+        });
+        if !retained_handles.is_empty() {
+            self.patience.patient = false;
+        }
+        let checked = (cfg.check_every > 0 && cycle.is_multiple_of(cfg.check_every))
+            .then(|| catch_unwind(AssertUnwindSafe(|| store.check(&ctx))));
+        let integrity = self.bk.track(|| integrity_of(&checked));
+        drop(checked);
+        self.bk.track(|| {
+            let swallowed_now = ledger.swallowed_count();
+            let swallowed_close_errors = swallowed_now.saturating_sub(self.swallowed_total);
+            self.swallowed_total = swallowed_now;
+            let (open, work, close) = phases;
+            CycleRecord {
+                cycle,
+                open,
+                work,
+                close,
+                faults_fired: faults.take_fired(),
+                retained_handles,
+                swallowed_close_errors,
+                unshared_caches_open: unshared,
+                unshared_cache_sites: unshared_sites,
+                declared_shared_growth: 0,
+                declared_shared_growth_sites: Vec::new(),
+                integrity,
+            }
+        })
+    }
+}
+
+/// The creation sites of the caches and write buffer managers retained while the store is open.
+fn unshared_cache_sites(ledger: &Ledger) -> Vec<String> {
+    let caches = [HandleKind::Cache.name(), HandleKind::WriteBufferManager.name()];
+    ledger.report().retained.into_iter().filter(|g| caches.contains(&g.kind.as_str())).filter_map(|g| g.site).collect()
+}
+
+/// What the store's integrity check found (a panic in it is a violation of its own).
+fn integrity_of(checked: &Option<std::thread::Result<Integrity>>) -> Integrity {
+    match checked {
         None => Integrity::default(),
         Some(Ok(i)) => i.clone(),
         Some(Err(p)) => {
@@ -965,28 +1077,7 @@ fn run_cycle<L: Lifecycle>(
             i.problem(format!("integrity check panicked: {}", panic_text(p)));
             i
         }
-    });
-    drop(checked);
-    bk.track(|| {
-        let swallowed_now = ledger.swallowed_count();
-        let swallowed_close_errors = swallowed_now.saturating_sub(*swallowed_total);
-        *swallowed_total = swallowed_now;
-        let (open, work, close) = phases;
-        CycleRecord {
-            cycle,
-            open,
-            work,
-            close,
-            faults_fired: faults.take_fired(),
-            retained_handles,
-            swallowed_close_errors,
-            unshared_caches_open: unshared,
-            unshared_cache_sites: unshared_sites,
-            declared_shared_growth: 0,
-            declared_shared_growth_sites: Vec::new(),
-            integrity,
-        }
-    })
+    }
 }
 
 /// The handles declared shared after the first cycle: the baseline a store's shared set must not
