@@ -539,7 +539,6 @@ pub fn parse_samples_csv(text: &str) -> Result<Vec<CycleSample>, ReportError> {
             return Err(bad(1, format!("no column {required} in the header")));
         }
     }
-    let at = |name: &str| names.iter().position(|n| *n == name);
     let mut out = Vec::new();
     for (i, line) in lines {
         let n = i + 1;
@@ -550,82 +549,122 @@ pub fn parse_samples_csv(text: &str) -> Result<Vec<CycleSample>, ReportError> {
         if fields.len() != names.len() {
             return Err(bad(n, format!("{} fields, the header has {}", fields.len(), names.len())));
         }
-        let opt = |name: &str| -> Result<Option<i64>, ReportError> {
-            match at(name).map(|k| fields[k]) {
-                None | Some("") => Ok(None),
-                Some(v) => v.parse::<i64>().map(Some).map_err(|_| bad(n, format!("{name}: {v:?} is not an integer"))),
-            }
-        };
-        let u = |name: &str| -> Result<Option<u64>, ReportError> {
-            opt(name)?.map(|v| u64::try_from(v).map_err(|_| bad(n, format!("{name}: {v} is negative")))).transpose()
-        };
-        let cycle = u("cycle")?.ok_or_else(|| bad(n, "cycle: empty".to_string()))?;
-        let rocksdb = match u("rocksdb_mem_table_bytes")? {
-            Some(mem) => Some(crate::probe::RocksDbMemory {
-                mem_table_total_bytes: mem,
-                mem_table_unflushed_bytes: 0,
-                table_readers_total_bytes: u("rocksdb_table_readers_bytes")?.unwrap_or(0),
-                cache_total_bytes: u("rocksdb_cache_bytes")?.unwrap_or(0),
-                cache_reserved_bytes: u("rocksdb_cache_reserved_bytes")?.unwrap_or(0),
-                cache_over_capacity_bytes: u("rocksdb_cache_over_capacity_bytes")?.unwrap_or(0),
-                live_sst_files: u("rocksdb_live_sst_files")?.unwrap_or(0),
-                live_sst_bytes: u("rocksdb_live_sst_bytes")?.unwrap_or(0),
-            }),
-            None => None,
-        };
-        let bookkeeping_bytes = opt("bookkeeping_bytes")?;
-        let jemalloc = match u("allocated_bytes")? {
-            Some(allocated) => {
-                let tcache = match u("tcache_bytes")? {
-                    Some(t) => t,
-                    None => {
-                        let explained = opt("explained_bytes")?.unwrap_or(0);
-                        let rest = rocksdb.map_or(0, |r| r.explained_bytes() as i64) + bookkeeping_bytes.unwrap_or(0);
-                        (explained - rest).max(0) as u64
-                    }
-                };
-                let resident = u("resident_bytes")?;
-                Some(crate::probe::JemallocStats {
-                    allocated_bytes: allocated,
-                    active_bytes: 0,
-                    resident_bytes: resident.unwrap_or(0),
-                    mapped_bytes: 0,
-                    retained_bytes: 0,
-                    metadata_bytes: 0,
-                    purged: resident.is_some(),
-                    tcache_bytes: tcache,
-                    internal_bytes: u("allocator_internal_bytes")?.unwrap_or(0),
-                })
-            }
-            None => None,
-        };
-        let process = crate::probe::ProcessStats {
-            rss_bytes: u("rss_bytes")?,
-            rss_anon_bytes: u("rss_anon_bytes")?,
-            threads: u("threads")?,
-            open_fds: u("open_fds")?,
-            open_fds_under_dir: u("open_fds_under_dir")?,
-            maps: u("maps")?,
-            maps_under_dir: u("maps_under_dir")?,
-            file_maps: u("file_maps")?,
-        };
+        out.push(Row { names: &names, fields, line: n }.sample()?);
+    }
+    Ok(out)
+}
+
+/// One row of a samples CSV, read by column name.
+struct Row<'a> {
+    names: &'a [&'a str],
+    fields: Vec<&'a str>,
+    line: usize,
+}
+
+impl Row<'_> {
+    fn bad(&self, problem: String) -> ReportError {
+        ReportError::Samples { line: self.line, problem }
+    }
+
+    fn text(&self, name: &str) -> Option<&str> {
+        self.names.iter().position(|n| *n == name).map(|k| self.fields[k])
+    }
+
+    /// An integer cell; empty or absent is `None`.
+    fn int(&self, name: &str) -> Result<Option<i64>, ReportError> {
+        match self.text(name) {
+            None | Some("") => Ok(None),
+            Some(v) => v.parse::<i64>().map(Some).map_err(|_| self.bad(format!("{name}: {v:?} is not an integer"))),
+        }
+    }
+
+    /// A cell that cannot be negative.
+    fn count(&self, name: &str) -> Result<Option<u64>, ReportError> {
+        self.int(name)?.map(|v| u64::try_from(v).map_err(|_| self.bad(format!("{name}: {v} is negative")))).transpose()
+    }
+
+    fn sample(&self) -> Result<CycleSample, ReportError> {
+        let cycle = self.count("cycle")?.ok_or_else(|| self.bad("cycle: empty".to_string()))?;
+        let rocksdb = self.rocksdb()?;
+        let bookkeeping_bytes = self.int("bookkeeping_bytes")?;
         let sample = crate::probe::Sample {
-            monotonic_ns: u("monotonic_ns")?.unwrap_or(0),
-            jemalloc,
-            process,
+            monotonic_ns: self.count("monotonic_ns")?.unwrap_or(0),
+            jemalloc: self.jemalloc(rocksdb, bookkeeping_bytes)?,
+            process: self.process()?,
             rocksdb,
             bookkeeping_bytes,
         };
         let retained: BTreeMap<String, u64> =
-            u("retained_handles")?.filter(|&r| r > 0).map(|r| ("all".to_string(), r)).into_iter().collect();
-        let settled = match at("settled").map(|k| fields[k]) {
+            self.count("retained_handles")?.filter(|&r| r > 0).map(|r| ("all".to_string(), r)).into_iter().collect();
+        let settled = match self.text("settled") {
             None | Some("true") => true,
             Some("false") => false,
-            Some(v) => return Err(bad(n, format!("settled: {v:?} is not true or false"))),
+            Some(v) => return Err(self.bad(format!("settled: {v:?} is not true or false"))),
         };
-        out.push(CycleSample::new(cycle, sample, retained, settled));
+        Ok(CycleSample::new(cycle, sample, retained, settled))
     }
-    Ok(out)
+
+    fn rocksdb(&self) -> Result<Option<crate::probe::RocksDbMemory>, ReportError> {
+        let Some(mem) = self.count("rocksdb_mem_table_bytes")? else {
+            return Ok(None);
+        };
+        let u = |name: &str| self.count(name).map(|v| v.unwrap_or(0));
+        Ok(Some(crate::probe::RocksDbMemory {
+            mem_table_total_bytes: mem,
+            mem_table_unflushed_bytes: 0,
+            table_readers_total_bytes: u("rocksdb_table_readers_bytes")?,
+            cache_total_bytes: u("rocksdb_cache_bytes")?,
+            cache_reserved_bytes: u("rocksdb_cache_reserved_bytes")?,
+            cache_over_capacity_bytes: u("rocksdb_cache_over_capacity_bytes")?,
+            live_sst_files: u("rocksdb_live_sst_files")?,
+            live_sst_bytes: u("rocksdb_live_sst_bytes")?,
+        }))
+    }
+
+    /// jemalloc's figures. A CSV from before the thread-cache column gets the thread caches back
+    /// as explained bytes less RocksDB's part and the bookkeeping.
+    fn jemalloc(
+        &self,
+        rocksdb: Option<crate::probe::RocksDbMemory>,
+        bookkeeping: Option<i64>,
+    ) -> Result<Option<crate::probe::JemallocStats>, ReportError> {
+        let Some(allocated) = self.count("allocated_bytes")? else {
+            return Ok(None);
+        };
+        let tcache = match self.count("tcache_bytes")? {
+            Some(t) => t,
+            None => {
+                let explained = self.int("explained_bytes")?.unwrap_or(0);
+                let rest = rocksdb.map_or(0, |r| r.explained_bytes() as i64) + bookkeeping.unwrap_or(0);
+                (explained - rest).max(0) as u64
+            }
+        };
+        let resident = self.count("resident_bytes")?;
+        Ok(Some(crate::probe::JemallocStats {
+            allocated_bytes: allocated,
+            active_bytes: 0,
+            resident_bytes: resident.unwrap_or(0),
+            mapped_bytes: 0,
+            retained_bytes: 0,
+            metadata_bytes: 0,
+            purged: resident.is_some(),
+            tcache_bytes: tcache,
+            internal_bytes: self.count("allocator_internal_bytes")?.unwrap_or(0),
+        }))
+    }
+
+    fn process(&self) -> Result<crate::probe::ProcessStats, ReportError> {
+        Ok(crate::probe::ProcessStats {
+            rss_bytes: self.count("rss_bytes")?,
+            rss_anon_bytes: self.count("rss_anon_bytes")?,
+            threads: self.count("threads")?,
+            open_fds: self.count("open_fds")?,
+            open_fds_under_dir: self.count("open_fds_under_dir")?,
+            maps: self.count("maps")?,
+            maps_under_dir: self.count("maps_under_dir")?,
+            file_maps: self.count("file_maps")?,
+        })
+    }
 }
 
 /// Writes the report and the samples CSV into `dir`, each atomically.

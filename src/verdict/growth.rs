@@ -249,15 +249,7 @@ impl<'a> Series<'a> {
         let outlier = JUMP_NOISE * robust_variance(&steps).sqrt();
         let small = Jumps::find(&self.x, &level, outlier, typical, self.mid, self.quarter);
         let smooth = small.levelled(&level);
-        let alpha = self.rule.alpha / 2.0;
-        let estimate = |from: f64, span: f64| {
-            let raw = later_growth(&self.x, &level, from, span, alpha, (0.0, 0.0));
-            let stepped = later_growth(&self.x, &smooth, from, span, alpha, small.moments_from(&self.x, from));
-            match (raw, stepped) {
-                (Some(a), Some(b)) => Some(if b.2 - b.1 < a.2 - a.1 { b } else { a }),
-                (a, b) => a.or(b),
-            }
-        };
+        let estimate = |from: f64, span: f64| self.estimate(&level, &smooth, &small, from, span);
         let (Some(later), Some(last)) = (estimate(self.mid, span), estimate(self.quarter, self.t - self.quarter))
         else {
             return GrowthJudgement::undecided((self.t - self.w) as u64);
@@ -268,15 +260,7 @@ impl<'a> Series<'a> {
         // What the store's data may add is allowed on top of the budget.
         let budget = budget + data_allowance;
         let leak = lower - jumps.single_rise > budget && still_growing;
-        // Growth is evidenced when the lower bound is above zero, or would be but for one drop
-        // that is most of what the later part released (memory returned once, a leak going on
-        // around it): a run is not clean before its last look on the strength of one release.
-        // Drops of about the same size are a sawtooth, judged as they are.
-        let drops =
-            jumps.all.iter().chain(&small.all).filter(|(i, d)| *d < 0.0 && self.x[*i] >= self.mid).map(|(_, d)| *d);
-        let (released, largest) = drops.fold((0.0, 0.0f64), |(s, m), d| (s + d, m.min(d)));
-        let one_release = largest < 0.0 && largest <= DOMINANT_DROP * released;
-        let evidenced = lower > 0.0 || (one_release && lower - largest > 0.0);
+        let evidenced = self.evidenced(lower, &jumps, &small);
         // At the last look no later one can narrow the interval: growth the run could not bound
         // by the total budget is clean when the per-cycle tolerance bounds it, and the verdict
         // says so (`budget_from` tolerance, and what it rules out, larger).
@@ -306,11 +290,7 @@ impl<'a> Series<'a> {
             still_growing,
             data_allowance,
         };
-        let more_cycles_needed = (verdict == Verdict::Inconclusive).then(|| {
-            let to_retire = jumps.last_rise.map_or(0.0, |at| RETIRE_FACTOR * (at - self.w) - (self.t - at)).max(0.0);
-            let to_decide = cycles_to_decide(&g, self.t - self.w);
-            (to_retire.max(to_decide).max(if pending { BLOCK as f64 } else { 0.0 })).ceil().max(1.0) as u64
-        });
+        let more_cycles_needed = (verdict == Verdict::Inconclusive).then(|| self.more_cycles(&g, &jumps, pending));
         GrowthJudgement {
             verdict,
             growth: Some(g),
@@ -318,6 +298,38 @@ impl<'a> Series<'a> {
             more_cycles_needed,
             growth_below_budget: clean && evidenced,
         }
+    }
+
+    /// Growth from `from` over `span` cycles and its interval: of the two estimates, each at half
+    /// the rule's error rate, the narrower (see [`Series::judge`]).
+    fn estimate(&self, level: &[f64], smooth: &[f64], small: &Jumps, from: f64, span: f64) -> Option<(f64, f64, f64)> {
+        let alpha = self.rule.alpha / 2.0;
+        let raw = later_growth(&self.x, level, from, span, alpha, (0.0, 0.0));
+        let stepped = later_growth(&self.x, smooth, from, span, alpha, small.moments_from(&self.x, from));
+        match (raw, stepped) {
+            (Some(a), Some(b)) => Some(if b.2 - b.1 < a.2 - a.1 { b } else { a }),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Growth is evidenced when the lower bound is above zero, or would be but for one drop that
+    /// is most of what the later part released (memory returned once, a leak going on around
+    /// it): a run is not clean before its last look on the strength of one release. Drops of
+    /// about the same size are a sawtooth, judged as they are.
+    fn evidenced(&self, lower: f64, jumps: &Jumps, small: &Jumps) -> bool {
+        let drops =
+            jumps.all.iter().chain(&small.all).filter(|(i, d)| *d < 0.0 && self.x[*i] >= self.mid).map(|(_, d)| *d);
+        let (released, largest) = drops.fold((0.0, 0.0f64), |(s, m), d| (s + d, m.min(d)));
+        let one_release = largest < 0.0 && largest <= DOMINANT_DROP * released;
+        lower > 0.0 || (one_release && lower - largest > 0.0)
+    }
+
+    /// The cycles an inconclusive verdict needs: for its last jump to retire, for the interval
+    /// to decide against the budget, for a pending block.
+    fn more_cycles(&self, g: &Growth, jumps: &Jumps, pending: bool) -> u64 {
+        let to_retire = jumps.last_rise.map_or(0.0, |at| RETIRE_FACTOR * (at - self.w) - (self.t - at)).max(0.0);
+        let to_decide = cycles_to_decide(g, self.t - self.w);
+        (to_retire.max(to_decide).max(if pending { BLOCK as f64 } else { 0.0 })).ceil().max(1.0) as u64
     }
 
     /// Drops floors far above the floors on both sides of them (a block in which every sample
