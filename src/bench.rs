@@ -16,22 +16,12 @@ use criterion::measurement::{Measurement, ValueFormatter};
 use criterion::Throughput;
 
 use crate::probe::jemalloc::{self, ThreadCounters};
+use crate::units::byte_unit;
 use crate::Ledger;
 
-/// Formats byte counts as B, KiB or MiB.
+/// Formats byte counts as B, KiB, MiB or GiB.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct BytesFormatter;
-
-fn byte_unit(typical: f64) -> (f64, &'static str) {
-    let a = typical.abs();
-    if a >= 1024.0 * 1024.0 {
-        (1.0 / (1024.0 * 1024.0), "MiB")
-    } else if a >= 1024.0 {
-        (1.0 / 1024.0, "KiB")
-    } else {
-        (1.0, "B")
-    }
-}
 
 impl ValueFormatter for BytesFormatter {
     fn scale_values(&self, typical_value: f64, values: &mut [f64]) -> &'static str {

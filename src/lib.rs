@@ -66,6 +66,7 @@ pub mod signal;
 mod sys;
 #[cfg(feature = "rocksdb")]
 pub mod tracked;
+mod units;
 pub mod verdict;
 
 pub use harness::{CycleCtx, Harness, HarnessConfig, HarnessReport, Integrity, Lifecycle, StoreInfo};

@@ -16,6 +16,7 @@ use std::io::Write;
 use std::path::Path;
 
 use super::ProbeError;
+use crate::units::escape_markup as esc;
 
 /// Defines jemalloc's start-up options (the `malloc_conf` symbol) so that heap profiling is
 /// compiled in and ready but inactive: `prof:true,prof_active:false`. A run then turns sampling
@@ -388,11 +389,6 @@ pub fn folded(growth: &[StackGrowth], resolve: &dyn Fn(u64) -> Vec<Frame>) -> St
         out.push_str(&format!("{} {}\n", frames.join(";"), g.bytes.round() as u64));
     }
     out
-}
-
-/// Text for SVG: markup characters escaped.
-fn esc(t: &str) -> String {
-    t.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
 }
 
 /// A flame graph of the growth (SVG): one box per function on a stack, as wide as the bytes that

@@ -7,6 +7,7 @@ use std::fmt::Write;
 use crate::verdict::CycleSample;
 
 use super::RunReport;
+use crate::units::escape_markup as esc;
 
 /// One finished SVG document.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -31,24 +32,12 @@ struct Series {
     dashed: bool,
 }
 
-fn esc(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
-}
-
 fn human(v: f64, bytes: bool) -> String {
     if !bytes {
         return if v.abs() >= 100.0 || v.fract() == 0.0 { format!("{v:.0}") } else { format!("{v:.1}") };
     }
-    let a = v.abs();
-    if a >= 1024.0 * 1024.0 * 1024.0 {
-        format!("{:.2} GiB", v / (1024.0 * 1024.0 * 1024.0))
-    } else if a >= 1024.0 * 1024.0 {
-        format!("{:.2} MiB", v / (1024.0 * 1024.0))
-    } else if a >= 1024.0 {
-        format!("{:.1} KiB", v / 1024.0)
-    } else {
-        format!("{v:.0} B")
-    }
+    // Two decimals from MiB up: axis ticks a tenth of a MiB apart stay apart.
+    crate::units::human_bytes_with(v, if v.abs() >= 1024.0 * 1024.0 { 2 } else { 1 })
 }
 
 fn panel(out: &mut String, top: f64, title: &str, series: &[Series], bytes: bool) {

@@ -3,25 +3,16 @@
 use std::fmt::Write;
 
 use crate::report::RunReport;
+use crate::signal::Class;
 use crate::verdict::{BudgetFrom, RuleKind};
 use crate::Verdict;
 
 /// `--profile N` at or below which check's text says the bytes read low: on a planted 4 KiB per
 /// cycle leak the allocated slope was 5.1 KiB per cycle unprofiled, 5.2 at 2^19, 4.2 at 2^14 and
-/// 2.7 at 2^12 (README, heap profiles). Why jemalloc's counters move so is not established.
+/// 2.7 at 2^12 (docs/guide.md, heap profiles). Why jemalloc's counters move so is not established.
 const SAMPLING_BIAS_LG: u32 = 16;
 
-/// `1.5 KiB`, `3.2 MiB`, `12 B`.
-pub(crate) fn human_bytes(v: f64) -> String {
-    let a = v.abs();
-    if a >= 1024.0 * 1024.0 {
-        format!("{:.1} MiB", v / (1024.0 * 1024.0))
-    } else if a >= 1024.0 {
-        format!("{:.1} KiB", v / 1024.0)
-    } else {
-        format!("{v:.0} B")
-    }
-}
+pub(crate) use crate::units::human_bytes;
 
 /// Bytes per cycle, with a decimal below 10 B (`0.4 B`, `12 B`, `1.5 KiB`).
 pub(crate) fn rate(v: f64) -> String {
@@ -32,10 +23,10 @@ pub(crate) fn rate(v: f64) -> String {
     }
 }
 
-fn fmt_num(v: Option<f64>, unit: &str) -> String {
+fn fmt_num(v: Option<f64>, class: Class) -> String {
     match v {
         None => "-".to_string(),
-        Some(v) if unit == "B" => human_bytes(v),
+        Some(v) if class == Class::Bytes => human_bytes(v),
         Some(v) => format!("{v:.2}"),
     }
 }
@@ -111,11 +102,11 @@ fn signal_rows(out: &mut String, r: &RunReport) {
         };
         let (per_cycle, detail) = match (e.kind(), e.estimate) {
             (RuleKind::Exact, _) => {
-                ("-".to_string(), format!("residue {}", fmt_num(e.residue.map(|r| r.max), e.unit())))
+                ("-".to_string(), format!("residue {}", fmt_num(e.residue.map(|r| r.max), e.class())))
             }
             (RuleKind::Statistical, Some(est)) => (
-                fmt_num(Some(est.value), e.unit()),
-                format!("[{}, {}]", fmt_num(Some(est.lower), e.unit()), fmt_num(Some(est.upper), e.unit())),
+                fmt_num(Some(est.value), e.class()),
+                format!("[{}, {}]", fmt_num(Some(est.lower), e.class()), fmt_num(Some(est.upper), e.class())),
             ),
             (RuleKind::Statistical, None) => ("-".to_string(), "-".to_string()),
         };
@@ -181,7 +172,7 @@ fn signal_notes(out: &mut String, r: &RunReport) {
                 "retention: {} shifted once by {} near cycle {}, followed by level data (memory kept once: a pool or cache \
                  filling, or a leak that happened once)",
                 e.signal,
-                fmt_num(Some(ret.size), e.unit()),
+                fmt_num(Some(ret.size), e.class()),
                 ret.at_cycle
             );
         }
