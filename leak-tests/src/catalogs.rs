@@ -260,9 +260,28 @@ fn child<T: serde::de::DeserializeOwned>(exe: &Path, args: &[&str], what: String
     serde_json::from_slice(&out.stdout).map_err(|source| CatalogError::Output { what, source })
 }
 
-/// Runs every variant (`exe mutant NAME --cycles N`, one at a time, `on_variant` called after
-/// each) and every clean store `clean_seeds` times (`exe clean-store NAME --seed S`, two at a
-/// time: each process's signals are its own, and two keep both cores busy).
+/// Runs the planted-leak variant `name` in a child process of `exe` (`exe mutant NAME --cycles
+/// N`, which calls [`run_variant`]): one variant per process, since jemalloc, RSS and fd counts
+/// are process-wide.
+///
+/// # Errors
+/// A child that cannot be started, fails, or prints something that is not an outcome.
+pub fn variant_in_child(exe: &Path, name: &str, cycles: u64) -> Result<MutantOutcome, CatalogError> {
+    child(exe, &["mutant", name, "--cycles", &cycles.to_string()], format!("variant {name}"))
+}
+
+/// Runs the clean-catalog store `name` with `seed` in a child process of `exe` (`exe clean-store
+/// NAME --seed S`, which calls [`run_clean_store`]).
+///
+/// # Errors
+/// A child that cannot be started, fails, or prints something that is not an outcome.
+pub fn clean_store_in_child(exe: &Path, name: &str, seed: u64) -> Result<CleanOutcome, CatalogError> {
+    child(exe, &["clean-store", name, "--seed", &seed.to_string()], format!("clean store {name}"))
+}
+
+/// Runs every variant ([`variant_in_child`], one at a time, `on_variant` called after each) and
+/// every clean store `clean_seeds` times ([`clean_store_in_child`], two at a time: each
+/// process's signals are its own, and two keep both cores busy).
 ///
 /// # Errors
 /// A child that cannot be started, fails, or prints something that is not an outcome.
@@ -275,18 +294,15 @@ pub fn run_catalogs(
     let started = Instant::now();
     let mut variants = Vec::with_capacity(CATALOG.len());
     for m in &CATALOG {
-        let o: MutantOutcome =
-            child(exe, &["mutant", m.name, "--cycles", &cycles.to_string()], format!("variant {}", m.name))?;
+        let o = variant_in_child(exe, m.name, cycles)?;
         on_variant(m, &o);
         variants.push(o);
     }
     let jobs: Vec<(&str, u64)> =
         CLEAN_CATALOG.iter().flat_map(|s| (0..clean_seeds).map(move |seed| (s.name, seed))).collect();
-    let mut clean = leakcheck::runner::in_parallel(jobs, 2, |(name, seed)| {
-        child::<CleanOutcome>(exe, &["clean-store", name, "--seed", &seed.to_string()], format!("clean store {name}"))
-    })
-    .into_iter()
-    .collect::<Result<Vec<_>, _>>()?;
+    let mut clean = leakcheck::runner::in_parallel(jobs, 2, |(name, seed)| clean_store_in_child(exe, name, seed))
+        .into_iter()
+        .collect::<Result<Vec<_>, _>>()?;
     clean.sort_by(|a, b| (&a.store, a.seed).cmp(&(&b.store, b.seed)));
     Ok(CatalogRun { variants, clean, clean_seeds, seconds: started.elapsed().as_secs_f64() })
 }

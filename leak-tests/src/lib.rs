@@ -3,17 +3,16 @@
 //! (planted leaks that must be caught, correct stores unlike ours that must come out clean), the
 //! sensitivity runs, and the `leakcheck` binary that runs them all from the command line.
 //!
-//! Process-wide signals stay clean because every catalog entry runs in a process of its own: the
-//! `leak-variant` binary runs one planted leak, `clean-store` one clean store, and
-//! `tests/detection_matrix.rs` spawns them for the whole catalog and checks the matrix.
+//! Process-wide signals stay clean because every catalog entry runs in a process of its own:
+//! `leakcheck mutant NAME` runs one planted leak, `leakcheck clean-store NAME` one clean store
+//! ([`catalogs::variant_in_child`], [`catalogs::clean_store_in_child`]); `leakcheck mutants` and
+//! `tests/detection_matrix.rs` spawn them for the whole catalog.
 
 // The planted leaks are deliberate `unsafe` (C allocations and native objects never freed); they
 // live in `planted` and `reference` only.
 #![deny(unsafe_code)]
 #![deny(missing_debug_implementations)]
 
-use std::path::Path;
-use std::process::ExitCode;
 use std::sync::{Mutex, MutexGuard};
 
 /// `Debug` that names the type and nothing more, for stores whose fields are open handles
@@ -44,26 +43,4 @@ pub mod sensitivity;
 /// Locks a mutex, recovering from poisoning (a catalog run must report, not cascade panics).
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
-/// What both binaries do with one run: make a scratch directory, run `run` in it, print the
-/// outcome it returns (one line of JSON) and exit 0; on any failure print `tool: ...` and exit 2.
-pub fn run_in_scratch(tool: &str, run: impl FnOnce(&Path) -> Result<String, String>) -> ExitCode {
-    let dir = match tempfile::Builder::new().prefix(tool).tempdir() {
-        Ok(d) => d,
-        Err(e) => {
-            eprintln!("{tool}: cannot create a scratch directory: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    match run(dir.path()) {
-        Ok(line) => {
-            println!("{line}");
-            ExitCode::SUCCESS
-        }
-        Err(e) => {
-            eprintln!("{tool}: {e}");
-            ExitCode::from(2)
-        }
-    }
 }

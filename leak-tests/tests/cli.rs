@@ -303,7 +303,7 @@ fn profile_names_the_stack_of_a_raw_leak() {
         rep_s,
     ];
     let out = leakcheck(&args);
-    // The stacks are the property here. Sampling at 2^14 moves the byte signals (README), so
+    // The stacks are the property here. Sampling at 2^14 moves the byte signals (docs/guide.md), so
     // beside other tests 100 cycles may end inconclusive (3) rather than leak (1); never clean.
     assert!(matches!(code(&out), 1 | 3), "exit {}; stderr: {}", code(&out), String::from_utf8_lossy(&out.stderr));
     let r: RunReport = serde_json::from_slice(&out.stdout).expect("stdout is JSON");

@@ -10,8 +10,10 @@
 //! byte tolerance by the samples; the reference store's stacks prove no growth above it.
 
 use std::collections::BTreeMap;
+use std::path::Path;
 use std::process::Command;
 
+use leak_tests::catalogs;
 use leak_tests::clean::{CleanOutcome, CLEAN_CATALOG};
 use leak_tests::mutants::{Mutant, MutantOutcome, RunAs, CATALOG, PLAN};
 use leakcheck::report::RunReport;
@@ -19,14 +21,14 @@ use leakcheck::verdict::Tolerances;
 use leakcheck::{Class, Signal, Verdict};
 
 /// Seeds of each clean store's fault plan run here. `leakcheck mutants --clean-seeds 20` runs
-/// 20 (the README quotes its table).
+/// 20 (docs/figures.md quotes its table).
 const CLEAN_SEEDS: [u64; 2] = [0, 1];
 
-const CYCLES: &str = "100";
+const CYCLES: u64 = 100;
 const STORE_PATH: &str = "leak-tests/src/reference.rs";
 
 /// Heap profiles: one sample per 2^12 bytes over 60 cycles, so that a leak of a few KiB per
-/// cycle is sampled tens of times (the default 2^19 needs hundreds of cycles: README). Sampling
+/// cycle is sampled tens of times (the default 2^19 needs hundreds of cycles: docs/guide.md). Sampling
 /// this fine moves the byte signals, so these runs are asked for stacks, not verdicts.
 const PROFILE_LG: &str = "12";
 const PROFILE_CYCLES: &str = "60";
@@ -37,14 +39,10 @@ fn at_planted_line(site: &str, planted_at: &str) -> bool {
     site.strip_prefix(planted_at).is_some_and(|rest| rest.starts_with(':'))
 }
 
+const LEAKCHECK: &str = env!("CARGO_BIN_EXE_leakcheck");
+
 fn run_clean(name: &str, seed: u64) -> CleanOutcome {
-    let out = Command::new(env!("CARGO_BIN_EXE_clean-store"))
-        .args([name, &seed.to_string()])
-        .output()
-        .expect("spawn clean-store");
-    assert!(out.status.success(), "{name}: {}", String::from_utf8_lossy(&out.stderr));
-    serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("{name}: {e}: {}", String::from_utf8_lossy(&out.stdout)))
+    catalogs::clean_store_in_child(Path::new(LEAKCHECK), name, seed).unwrap_or_else(|e| panic!("{name}: {e}"))
 }
 
 enum Job {
@@ -76,7 +74,7 @@ fn run_profiled(m: &Mutant) -> RunReport {
     if m.name != "reference" {
         args.extend(["--plant", m.name]);
     }
-    let out = Command::new(env!("CARGO_BIN_EXE_leakcheck")).args(&args).output().expect("spawn leakcheck");
+    let out = Command::new(LEAKCHECK).args(&args).output().expect("spawn leakcheck");
     assert!(
         matches!(out.status.code(), Some(0 | 1 | 3)),
         "{}: {:?}: {}",
@@ -89,11 +87,7 @@ fn run_profiled(m: &Mutant) -> RunReport {
 }
 
 fn run(name: &str) -> MutantOutcome {
-    let out =
-        Command::new(env!("CARGO_BIN_EXE_leak-variant")).args([name, CYCLES]).output().expect("spawn leak-variant");
-    assert!(out.status.success(), "{name}: {}", String::from_utf8_lossy(&out.stderr));
-    serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("{name}: {e}: {}", String::from_utf8_lossy(&out.stdout)))
+    catalogs::variant_in_child(Path::new(LEAKCHECK), name, CYCLES).unwrap_or_else(|e| panic!("{name}: {e}"))
 }
 
 #[test]
