@@ -5,7 +5,7 @@
 //! plants a C allocation of each size per cycle into the fresh-DB loop and runs `check` with
 //! `.profile(N)` at growing cycle counts, several runs each, and prints in how many runs the
 //! planted stack was among the top three, its growth proven above the byte tolerance (its 95%
-//! lower bound, the property the detection matrix asserts). The README quotes its table.
+//! lower bound, the property the detection matrix asserts). docs/guide.md quotes its table.
 //!
 //! `cargo bench --bench profile_sampling --features profiling [-- LG [FROM]]`: LG defaults to 19;
 //! FROM skips the rungs of the cycle ladder below it.

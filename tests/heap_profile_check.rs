@@ -20,7 +20,7 @@ fn a_profiled_check_names_the_stack_of_a_raw_leak() {
     let outcome =
         leakcheck::check(&mut store, &ledger).cycles(60).max_cycles(60).faults("none").profile(12).run().expect("run");
     // The stacks are the property here, not the verdict: at a fine rate the profiler's own
-    // records move the byte signals (see the README), so a 60-cycle verdict may stay open.
+    // records move the byte signals (see docs/guide.md), so a 60-cycle verdict may stay open.
     let r = &outcome.report;
     let top = r.heap_growth.first().unwrap_or_else(|| panic!("no stack grew:\n{}", outcome.table()));
     assert!(top.frames.iter().take(2).any(|f| f.contains("PlantedMalloc")), "{:#?}", r.heap_growth);

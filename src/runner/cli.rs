@@ -75,7 +75,7 @@ pub struct RunArgs {
     pub dir: Option<PathBuf>,
     /// Profile the heap with jemalloc's sampler, one sample per 2^N bytes (default 19, 512 KiB),
     /// and report the call stacks that grew; needs a build with the `profiling` feature, started
-    /// with profiling ready (see the README).
+    /// with profiling ready (see docs/guide.md).
     #[arg(long, value_name = "N", num_args = 0..=1, default_missing_value = "19")]
     pub profile: Option<u32>,
     /// Print the report as JSON on stdout (progress goes to stderr).
