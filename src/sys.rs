@@ -1,5 +1,5 @@
 //! Every `unsafe` call of the core, in one place: a flag raised by SIGINT and SIGTERM, the
-//! monotonic clock, jemalloc's mallctls that its safe wrapper lacks, and C `malloc` for the
+//! monotonic clock, jemalloc's mallctls that its safe wrapper cannot express (void commands, `prof.dump`'s path), and C `malloc` for the
 //! allocator coverage check. The rest of the crate denies `unsafe_code` (the planted-leak
 //! catalog's deliberate leaks are allowed in their own modules).
 
@@ -71,16 +71,6 @@ pub(crate) fn mallctl_void(name: &std::ffi::CStr) -> Result<(), i32> {
     }
 }
 
-/// Reads a `size_t` mallctl by name.
-///
-/// # Errors
-/// jemalloc's error (an unknown name, statistics not compiled in).
-pub(crate) fn mallctl_read_size(name: &std::ffi::CStr) -> Result<usize, tikv_jemalloc_ctl::Error> {
-    // SAFETY: the name is nul-terminated (a `CStr`), and the callers pass only mallctls that read
-    // a `size_t`, which is `usize`.
-    unsafe { tikv_jemalloc_ctl::raw::read::<usize>(name.to_bytes_with_nul()) }
-}
-
 /// `count` blocks of `bytes` each from C `malloc`, held while `during` runs, then freed: an
 /// allocation that only the C allocator sees (to prove it is jemalloc's).
 pub(crate) fn with_c_blocks<T>(bytes: usize, count: usize, during: impl FnOnce() -> T) -> T {
@@ -96,26 +86,6 @@ pub(crate) fn with_c_blocks<T>(bytes: usize, count: usize, during: impl FnOnce()
         unsafe { libc::free(p) };
     }
     out
-}
-
-/// Reads a `bool` mallctl by name (`opt.prof`).
-///
-/// # Errors
-/// jemalloc's error (an unknown name: profiling not compiled in).
-#[cfg(feature = "profiling")]
-pub(crate) fn mallctl_read_bool(name: &std::ffi::CStr) -> Result<bool, tikv_jemalloc_ctl::Error> {
-    // SAFETY: the name is nul-terminated, and callers pass only mallctls that read a `bool`.
-    unsafe { tikv_jemalloc_ctl::raw::read::<bool>(name.to_bytes_with_nul()) }
-}
-
-/// Writes a value to a mallctl by name: `prof.active` (bool), `prof.reset` (size_t).
-///
-/// # Errors
-/// jemalloc's error.
-#[cfg(feature = "profiling")]
-pub(crate) fn mallctl_write<T: Copy>(name: &std::ffi::CStr, value: T) -> Result<(), tikv_jemalloc_ctl::Error> {
-    // SAFETY: the name is nul-terminated, and callers pass the type each mallctl takes.
-    unsafe { tikv_jemalloc_ctl::raw::write::<T>(name.to_bytes_with_nul(), value) }
 }
 
 /// `prof.dump` to `path`: jemalloc writes the current heap profile there.

@@ -15,6 +15,8 @@ use std::ffi::CString;
 use std::io::Write;
 use std::path::Path;
 
+use tikv_jemalloc_ctl::{Access, AsName};
+
 use super::ProbeError;
 use crate::units::escape_markup as esc;
 
@@ -40,7 +42,7 @@ pub const DEFAULT_LG_SAMPLE: u32 = 19;
 /// Whether jemalloc was started with profiling (`opt.prof`), which only start-up options can
 /// set ([`heap_profiling_ready!`](crate::heap_profiling_ready) or `MALLOC_CONF`).
 pub fn available() -> bool {
-    crate::sys::mallctl_read_bool(c"opt.prof").unwrap_or(false)
+    tikv_jemalloc_ctl::profiling::prof::read().unwrap_or(false)
 }
 
 /// Starts sampling from now on, one sample per `2^lg_sample` bytes on average: resets the
@@ -54,8 +56,8 @@ pub fn start(lg_sample: u32) -> Result<(), ProbeError> {
         problem: format!("{what}: {e}"),
         fix: String::new(),
     };
-    crate::sys::mallctl_write(c"prof.reset", lg_sample as usize).map_err(|e| fail("prof.reset", e))?;
-    crate::sys::mallctl_write(c"prof.active", true).map_err(|e| fail("prof.active", e))
+    b"prof.reset\0".name().write(lg_sample as usize).map_err(|e| fail("prof.reset", e))?;
+    b"prof.active\0".name().write(true).map_err(|e| fail("prof.active", e))
 }
 
 /// [`available`], as an error that says what to set when it is not.
@@ -77,7 +79,7 @@ pub fn require_available() -> Result<(), ProbeError> {
 
 /// Stops sampling (`prof.active` false); what was sampled stays in the profile.
 pub fn stop() {
-    let _ = crate::sys::mallctl_write(c"prof.active", false);
+    let _ = b"prof.active\0".name().write(false);
 }
 
 /// Writes the current profile to `path` (`prof.dump`, jemalloc's `heap_v2` text).

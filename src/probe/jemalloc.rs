@@ -7,7 +7,9 @@
 use std::ffi::CStr;
 
 use serde::{Deserialize, Serialize};
-use tikv_jemalloc_ctl::{epoch, stats};
+use std::sync::OnceLock;
+
+use tikv_jemalloc_ctl::{epoch, stats, Access, AsName, Mib};
 
 use super::ProbeError;
 
@@ -49,12 +51,6 @@ pub struct JemallocStats {
     pub internal_bytes: u64,
 }
 
-/// `stats.arenas.<MALLCTL_ARENAS_ALL>.internal`: the allocator's internal allocations.
-const INTERNAL_BYTES_ALL_ARENAS: &CStr = c"stats.arenas.4096.internal";
-
-/// `stats.arenas.<MALLCTL_ARENAS_ALL>.tcache_bytes`: the bytes in all threads' caches.
-const TCACHE_BYTES_ALL_ARENAS: &CStr = c"stats.arenas.4096.tcache_bytes";
-
 /// Reads jemalloc's counters after advancing the epoch. With `purge`, first flushes the calling
 /// thread's cache and purges all arenas, so that samples taken at different times are comparable
 /// (freed memory sitting in caches or dirty pages no longer depends on timing).
@@ -62,30 +58,62 @@ pub fn read(purge: bool) -> Result<JemallocStats, ProbeError> {
     if purge {
         purge_all()?;
     }
-    epoch::advance().map_err(|e| ProbeError::jemalloc("epoch", e))?;
+    let m = mibs()?;
+    m.epoch.advance().map_err(|e| ProbeError::jemalloc("epoch", e))?;
     let read = |name: &'static str, r: tikv_jemalloc_ctl::Result<usize>| {
         r.map(|v| v as u64).map_err(|e| ProbeError::jemalloc(name, e))
     };
     Ok(JemallocStats {
-        allocated_bytes: read("stats.allocated", stats::allocated::read())?,
-        active_bytes: read("stats.active", stats::active::read())?,
-        resident_bytes: read("stats.resident", stats::resident::read())?,
-        mapped_bytes: read("stats.mapped", stats::mapped::read())?,
-        retained_bytes: read("stats.retained", stats::retained::read())?,
-        metadata_bytes: read("stats.metadata", stats::metadata::read())?,
+        allocated_bytes: read("stats.allocated", m.allocated.read())?,
+        active_bytes: read("stats.active", m.active.read())?,
+        resident_bytes: read("stats.resident", m.resident.read())?,
+        mapped_bytes: read("stats.mapped", m.mapped.read())?,
+        retained_bytes: read("stats.retained", m.retained.read())?,
+        metadata_bytes: read("stats.metadata", m.metadata.read())?,
         purged: purge,
-        tcache_bytes: tcache_bytes()?,
-        internal_bytes: crate::sys::mallctl_read_size(INTERNAL_BYTES_ALL_ARENAS)
-            .map(|v| v as u64)
-            .map_err(|e| ProbeError::jemalloc("stats.arenas.<all>.internal", e))?,
+        tcache_bytes: read("stats.arenas.<all>.tcache_bytes", m.tcache.read())?,
+        internal_bytes: read("stats.arenas.<all>.internal", m.internal.read())?,
     })
 }
 
-/// Bytes of freed objects held in every thread's cache (as of the last epoch advance).
-fn tcache_bytes() -> Result<u64, ProbeError> {
-    crate::sys::mallctl_read_size(TCACHE_BYTES_ALL_ARENAS)
-        .map(|v| v as u64)
-        .map_err(|e| ProbeError::jemalloc("stats.arenas.<all>.tcache_bytes", e))
+/// The counters read at every sample, looked up by name once (jemalloc's MIBs).
+#[derive(Clone, Copy)]
+struct Mibs {
+    epoch: tikv_jemalloc_ctl::epoch_mib,
+    allocated: stats::allocated_mib,
+    active: stats::active_mib,
+    resident: stats::resident_mib,
+    mapped: stats::mapped_mib,
+    retained: stats::retained_mib,
+    metadata: stats::metadata_mib,
+    /// `stats.arenas.<MALLCTL_ARENAS_ALL>.tcache_bytes`: freed objects in every thread's cache.
+    tcache: Mib<[usize; 4]>,
+    /// `stats.arenas.<MALLCTL_ARENAS_ALL>.internal`: the allocator's internal allocations.
+    internal: Mib<[usize; 4]>,
+}
+
+fn mibs() -> Result<Mibs, ProbeError> {
+    static MIBS: OnceLock<Result<Mibs, (&'static str, tikv_jemalloc_ctl::Error)>> = OnceLock::new();
+    let look_up = || -> Result<Mibs, (&'static str, tikv_jemalloc_ctl::Error)> {
+        fn named<T>(
+            name: &'static str,
+            r: tikv_jemalloc_ctl::Result<T>,
+        ) -> Result<T, (&'static str, tikv_jemalloc_ctl::Error)> {
+            r.map_err(|e| (name, e))
+        }
+        Ok(Mibs {
+            epoch: named("epoch", tikv_jemalloc_ctl::epoch::mib())?,
+            allocated: named("stats.allocated", stats::allocated::mib())?,
+            active: named("stats.active", stats::active::mib())?,
+            resident: named("stats.resident", stats::resident::mib())?,
+            mapped: named("stats.mapped", stats::mapped::mib())?,
+            retained: named("stats.retained", stats::retained::mib())?,
+            metadata: named("stats.metadata", stats::metadata::mib())?,
+            tcache: named("stats.arenas.<all>.tcache_bytes", b"stats.arenas.4096.tcache_bytes\0".name().mib())?,
+            internal: named("stats.arenas.<all>.internal", b"stats.arenas.4096.internal\0".name().mib())?,
+        })
+    };
+    (*MIBS.get_or_init(look_up)).map_err(|(name, e)| ProbeError::jemalloc(name, e))
 }
 
 /// Reads only `stats.allocated` (after advancing the epoch): the cheapest trend signal.

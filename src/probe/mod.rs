@@ -35,12 +35,12 @@ pub use process::ProcessStats;
 #[non_exhaustive]
 pub enum ProbeError {
     /// A jemalloc control (`mallctl`) failed.
-    #[error("jemalloc mallctl `{name}` failed: {message}")]
+    #[error("jemalloc mallctl `{name}` failed: {source}")]
     Jemalloc {
         /// The mallctl name.
         name: &'static str,
-        /// jemalloc's error, as it describes itself.
-        message: String,
+        /// jemalloc's error.
+        source: tikv_jemalloc_ctl::Error,
     },
     /// A void jemalloc control failed with an errno-style code.
     #[error("jemalloc mallctl `{name}` failed with code {code}")]
@@ -125,7 +125,7 @@ pub enum ProbeError {
 
 impl ProbeError {
     fn jemalloc(name: &'static str, source: tikv_jemalloc_ctl::Error) -> Self {
-        ProbeError::Jemalloc { name, message: source.to_string() }
+        ProbeError::Jemalloc { name, source }
     }
 }
 
