@@ -242,13 +242,7 @@ fn compare_command(c: &CompareArgs) -> Result<u8, RunError> {
     Ok(u8::from(!cmp.regressions.is_empty()))
 }
 
-/// The process's name as invoked (`leakcheck`, `kv-soak`), for its messages.
-pub fn tool_name() -> String {
-    std::env::args_os()
-        .next()
-        .and_then(|a| PathBuf::from(a).file_name().map(|f| f.to_string_lossy().into_owned()))
-        .unwrap_or_else(|| "leakcheck".to_string())
-}
+pub use super::tool_name;
 
 /// The exit code of a command's result; an error is printed as one line, `NAME: problem` (exit 2).
 pub fn exit(name: &str, result: Result<u8, impl std::error::Error>) -> ExitCode {

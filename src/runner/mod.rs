@@ -258,6 +258,14 @@ impl std::fmt::Display for RunOutcome {
     }
 }
 
+/// The process's name as invoked (`leakcheck`, `kv-soak`, `rocksdb-sweep`), for its messages.
+pub fn tool_name() -> String {
+    std::env::args_os()
+        .next()
+        .and_then(|a| PathBuf::from(a).file_name().map(|f| f.to_string_lossy().into_owned()))
+        .unwrap_or_else(|| "leakcheck".to_string())
+}
+
 /// The exit code of a verdict: 0 clean, 1 leak, 3 inconclusive.
 pub fn exit_code(v: Verdict) -> u8 {
     match v {

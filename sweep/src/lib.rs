@@ -108,6 +108,9 @@ pub enum SweepError {
     /// No path of that name.
     #[error("no sweep path `{0}`; paths: {1}")]
     UnknownPath(String, String),
+    /// This program could not be found to run the paths in children.
+    #[error("cannot find this program to run the paths: {0}")]
+    Exe(std::io::Error),
     /// Native allocations are not visible to jemalloc, so there is no byte signal to sweep with.
     #[error("no byte signal: {0}")]
     Coverage(leakcheck::probe::ProbeError),
@@ -328,104 +331,72 @@ pub fn exit_code(outcomes: &[PathOutcome]) -> u8 {
     }
 }
 
-/// The command line of a sweep binary, after `prefix` (the arguments that lead to it, such as
-/// `sweep`): `[--json] [PATH...]` runs the paths, each in a child process; `--one PATH` runs
-/// one here and prints its outcome as JSON; `--list` names the paths; `--coverage` proves the
-/// byte signal works (native allocations visible to jemalloc). Returns the exit code.
-pub fn cli(prefix: &[String], rest: &[String]) -> u8 {
-    let name = std::env::args()
-        .next()
-        .and_then(|a| std::path::Path::new(&a).file_name().map(|f| f.to_string_lossy().into_owned()))
-        .unwrap_or_else(|| "sweep".to_string());
-    let mut json = false;
-    let mut names = Vec::new();
-    let mut it = rest.iter();
-    while let Some(a) = it.next() {
-        match a.as_str() {
-            "--one" => {
-                let Some(n) = it.next() else {
-                    eprintln!("{name}: --one needs a path name; paths: {}", all_names());
-                    return 2;
-                };
-                let Some(p) = path(n) else {
-                    eprintln!("{name}: {}", SweepError::UnknownPath(n.clone(), all_names()));
-                    return 2;
-                };
-                return match run_path(p).and_then(|o| {
-                    serde_json::to_string(&o).map_err(|e| SweepError::Run { path: n.clone(), message: e.to_string() })
-                }) {
-                    Ok(line) => {
-                        println!("{line}");
-                        0
-                    }
-                    Err(e) => {
-                        eprintln!("{name}: {e}");
-                        2
-                    }
-                };
-            }
-            "--coverage" => {
-                return match leakcheck::probe::check_malloc_coverage() {
-                    Ok(c) => {
-                        println!(
-                            "allocator coverage: C malloc of {} B moved jemalloc's stats.allocated by +{} B (rust-rocksdb {ROCKSDB_VERSION})",
-                            c.native_bytes, c.allocated_delta_bytes
-                        );
-                        0
-                    }
-                    Err(e) => {
-                        eprintln!("{name}: {}", SweepError::Coverage(e));
-                        2
-                    }
-                };
-            }
-            "--list" => {
-                for p in PATHS.iter().chain(PLANTED) {
-                    println!("{:<28} {:>4} calls/cycle  {}", p.name, p.calls_per_cycle, p.what);
-                }
-                return 0;
-            }
-            "--json" => json = true,
-            "-h" | "--help" => {
-                println!("usage: {name} {}[--json] [--list] [--coverage] [PATH...]\nLeak sweep of rust-rocksdb {ROCKSDB_VERSION}: each path in a process of its own; exit 0 clean, 1 a leak that is not a known finding (or a failing path), 3 inconclusive, 2 error.", prefix.iter().map(|p| format!("{p} ")).collect::<String>());
-                return 0;
-            }
-            flag if flag.starts_with('-') => {
-                eprintln!("{name}: unknown option `{flag}` (options: --json, --list, --coverage, --one PATH)");
-                return 2;
-            }
-            n => names.push(n.to_string()),
-        }
-    }
-    if let Err(e) = leakcheck::probe::check_malloc_coverage() {
-        eprintln!("{name}: {}", SweepError::Coverage(e));
-        return 2;
-    }
-    let exe = match std::env::current_exe() {
-        Ok(e) => e,
-        Err(e) => {
-            eprintln!("{name}: cannot find this program to run the paths: {e}");
-            return 2;
-        }
-    };
-    match run_all(&exe, prefix, &names) {
-        Ok(outcomes) => {
-            if json {
-                match serde_json::to_string_pretty(&outcomes) {
-                    Ok(s) => println!("{s}"),
-                    Err(e) => {
-                        eprintln!("{name}: {e}");
-                        return 2;
-                    }
-                }
-            } else {
-                print!("{}", table(&outcomes));
-            }
-            exit_code(&outcomes)
-        }
+/// The command line of a sweep binary (`rocksdb-sweep ARGS`, `leakcheck sweep ARGS`).
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct SweepArgs {
+    /// Print the outcomes as JSON instead of the table.
+    #[arg(long)]
+    pub json: bool,
+    /// Name the paths, with their calls per cycle, and exit.
+    #[arg(long)]
+    pub list: bool,
+    /// Prove the byte signal works (C malloc visible to jemalloc) and exit.
+    #[arg(long)]
+    pub coverage: bool,
+    /// Run one path in this process and print its outcome as JSON (what each child does).
+    #[arg(long, value_name = "PATH")]
+    pub one: Option<String>,
+    /// The paths to run, each in a process of its own (default: every path but the planted ones).
+    #[arg(value_name = "PATH")]
+    pub paths: Vec<String>,
+}
+
+/// Runs a sweep binary's command line: `prefix` is what leads to it when the binary runs the
+/// sweep as a subcommand (`sweep`), so that each path's child gets the same command. Exit 0
+/// clean, 1 a leak that is not a known finding (or a failing path), 3 inconclusive, 2 error.
+pub fn cli(prefix: &[&str], args: &SweepArgs) -> u8 {
+    let name = leakcheck::runner::tool_name();
+    match run_cli(prefix, args) {
+        Ok(code) => code,
         Err(e) => {
             eprintln!("{name}: {e}");
             2
         }
     }
+}
+
+fn run_cli(prefix: &[&str], args: &SweepArgs) -> Result<u8, SweepError> {
+    if let Some(n) = &args.one {
+        let p = path(n).ok_or_else(|| SweepError::UnknownPath(n.clone(), all_names()))?;
+        let o = run_path(p)?;
+        let line =
+            serde_json::to_string(&o).map_err(|e| SweepError::Run { path: n.clone(), message: e.to_string() })?;
+        println!("{line}");
+        return Ok(0);
+    }
+    if args.list {
+        for p in PATHS.iter().chain(PLANTED) {
+            println!("{:<28} {:>4} calls/cycle  {}", p.name, p.calls_per_cycle, p.what);
+        }
+        return Ok(0);
+    }
+    let c = leakcheck::probe::check_malloc_coverage().map_err(SweepError::Coverage)?;
+    if args.coverage {
+        println!(
+            "allocator coverage: C malloc of {} B moved jemalloc's stats.allocated by +{} B (rust-rocksdb {ROCKSDB_VERSION})",
+            c.native_bytes, c.allocated_delta_bytes
+        );
+        return Ok(0);
+    }
+    let exe = std::env::current_exe().map_err(SweepError::Exe)?;
+    let prefix: Vec<String> = prefix.iter().map(|p| p.to_string()).collect();
+    let outcomes = run_all(&exe, &prefix, &args.paths)?;
+    if args.json {
+        let text = serde_json::to_string_pretty(&outcomes)
+            .map_err(|e| SweepError::Run { path: "all".to_string(), message: e.to_string() })?;
+        println!("{text}");
+    } else {
+        print!("{}", table(&outcomes));
+    }
+    Ok(exit_code(&outcomes))
 }

@@ -151,11 +151,7 @@ enum Command {
     /// Leak sweep of the rust-rocksdb binding itself (the release this binary is built on): each
     /// API path in a process of its own, bytes per call and a verdict per path; exit 1 on a leak
     /// that is not a known, written-up finding. `sweep --list` names the paths.
-    Sweep {
-        /// `--json`, `--list`, path names (default: every path).
-        #[arg(trailing_var_arg = true, allow_hyphen_values = true, value_name = "ARGS")]
-        args: Vec<String>,
-    },
+    Sweep(leakcheck_sweep::SweepArgs),
 }
 
 fn main() -> ExitCode {
@@ -234,7 +230,7 @@ fn dispatch(command: Command) -> Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        Command::Sweep { args } => Ok(ExitCode::from(leakcheck_sweep::cli(&["sweep".to_string()], &args))),
+        Command::Sweep(args) => Ok(ExitCode::from(leakcheck_sweep::cli(&["sweep"], &args))),
         Command::Coverage => {
             let malloc = probe::check_malloc_coverage().context("allocator coverage")?;
             println!(
