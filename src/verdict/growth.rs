@@ -11,7 +11,8 @@
 //!    plus the jumps inside it, with an interval that holds for the dependence real stores show
 //!    (below).
 //! 4. The verdict: **leak** when the growth's lower bound is above the budget, with more than
-//!    one jump's worth, and growth still shows in the last quarter; **clean** when the upper
+//!    one jump's worth, and growth still shows in the last quarter (its lower bound above a
+//!    quarter of the budget, or a jump there); **clean** when the upper
 //!    bound is below the budget, every jump is followed by at least three times as many level
 //!    cycles as preceded it, and (before the last look) the lower bound is not above zero: growth
 //!    that is evidenced but still under the budget makes the run look longer, so a steady leak
@@ -58,6 +59,9 @@ const JUMP_NOISE: f64 = 6.0;
 const RETIRE_FACTOR: f64 = 3.0;
 /// A drop that is at least this share of all the later part released is one release.
 const DOMINANT_DROP: f64 = 2.0 / 3.0;
+/// The share of the budget the last quarter's lower bound must pass for growth to count as still
+/// going on (a steady leak above the budget puts half of it there).
+const STILL_GROWING_SHARE: f64 = 0.25;
 /// The bias-corrected autocorrelation's cap (inflation 19).
 const RHO_CAP: f64 = 0.9;
 /// The fewest degrees of freedom of the levels variance.
@@ -255,10 +259,14 @@ impl<'a> Series<'a> {
             return GrowthJudgement::undecided((self.t - self.w) as u64);
         };
         let (growth, lower, upper) = (later.0 + jumps.in_later, later.1 + jumps.in_later, later.2 + jumps.in_later);
-        let still_growing = last.1 > 0.0 || jumps.in_last_quarter > 0;
         let retired = jumps.last_rise.is_none_or(|at| self.t - at >= RETIRE_FACTOR * (at - self.w));
         // What the store's data may add is allowed on top of the budget.
         let budget = budget + data_allowance;
+        // Growth that continues at a rate above the budget puts half of it in the last quarter:
+        // growth still shows when the last quarter's lower bound is above a quarter of the
+        // budget (or a jump falls there). A staircase of small steps that is levelling off (a
+        // container growing by doublings, a registry filling) shows a step or two there, not that.
+        let still_growing = last.1 > STILL_GROWING_SHARE * budget || jumps.in_last_quarter > 0;
         let leak = lower - jumps.single_rise > budget && still_growing;
         let evidenced = self.evidenced(lower, &jumps, &small);
         // At the last look no later one can narrow the interval: growth the run could not bound

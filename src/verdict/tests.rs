@@ -246,3 +246,39 @@ fn growth_with_the_live_files_of_a_db_kept_open_is_clean() {
     let bounded = analyze(&with_files(200, &|c| 20 + c % 5), None, None, &cfg);
     assert_eq!(verdict_of(&bounded, Signal::UnexplainedBytes), Some(Verdict::Leak), "{bounded:?}");
 }
+
+/// Exact data that grows by a staircase of small steps and levels off (recorded on the clean
+/// catalog's reference-4x8, seed 14: steps of 128 B to 1.8 KiB through cycle 154, 4.5 KiB over
+/// cycles 110-199, then flat) is not a leak at check's first look: growth no longer shows in the
+/// last quarter. The same staircase beside a steady 32 B a cycle is.
+#[test]
+fn a_staircase_that_levels_off_is_not_a_continuing_leak() {
+    let steps: [(u64, u64); 11] = [
+        (33, 16_384),
+        (64, 32_768),
+        (100, 5_632),
+        (109, 128),
+        (113, 704),
+        (121, 1_824),
+        (132, 1_312),
+        (133, 128),
+        (140, 128),
+        (150, 128),
+        (154, 160),
+    ];
+    let level = |c: u64| 1_560_000 + steps.iter().filter(|(at, _)| *at <= c).map(|(_, s)| s).sum::<u64>();
+    let check = AnalysisConfig::default().looking_from(200);
+    let at_first_look = |leak: u64| {
+        let samples = series(200, |c| sample(level(c) + leak * c, Some(0)));
+        let mut a = Analysis::new(check);
+        for s in &samples {
+            a.sample(s);
+        }
+        a.look(Look::interim(check.looks.index(200, false)))
+    };
+    let v = at_first_look(0);
+    let g = v.signal(Signal::UnexplainedBytes).and_then(|s| s.growth).expect("judged");
+    assert!(g.lower > g.budget, "the later half grew past the budget: {g:?}");
+    assert_ne!(verdict_of(&v, Signal::UnexplainedBytes), Some(Verdict::Leak), "{g:?}");
+    assert_eq!(verdict_of(&at_first_look(32), Signal::UnexplainedBytes), Some(Verdict::Leak));
+}
