@@ -390,12 +390,9 @@ fn ttl_and_secondary_opens_are_tracked() {
     primary.flush().expect("flush");
     check_kind(&ledger, HandleKind::Db, || {
         let n = ledger.report().kinds.get("DB").map_or(0, |c| c.created);
-        let secondary = dir.path().join(format!("secondary{n}"));
-        (
-            TrackedDb::<SingleThreaded>::open_as_secondary(&o, dir.path().join("primary"), secondary)
-                .expect("open as secondary"),
-            line!(),
-        )
+        let (primary, secondary) = (dir.path().join("primary"), dir.path().join(format!("secondary{n}")));
+        // The call and `line!()` on one line: the ledger's site is the call's.
+        (TrackedDb::<SingleThreaded>::open_as_secondary(&o, primary, secondary).expect("secondary"), line!())
     });
     let cfs = [TrackedCfDescriptor::new("data", opts(&ledger))];
     let secondary = TrackedDb::<SingleThreaded>::open_cf_descriptors_as_secondary(
