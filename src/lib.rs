@@ -71,8 +71,8 @@ pub mod verdict;
 
 pub use harness::{CycleCtx, Harness, HarnessConfig, HarnessReport, Integrity, Lifecycle, StoreInfo};
 pub use ledger::{
-    current_owner, owner_scope, CloseResult, Depth, HandleKind, Hold, LeakError, LeakGuard, LeakReport, Ledger, Settle,
-    Token,
+    current_owner, owner_scope, CloseResult, Depth, HandleKind, Hold, KindName, LeakError, LeakGuard, LeakReport,
+    Ledger, Settle, Token,
 };
 pub use probe::{Probe, Sample};
 pub use runner::check;

@@ -39,7 +39,7 @@ fn a_forgotten_handle_is_reported_with_this_files_line_and_owner() {
     let report = ledger.report();
     assert_eq!(report.retained_count(), 1, "{report}");
     let group = &report.retained[0];
-    assert_eq!(group.kind, "Options");
+    assert_eq!(group.kind, HandleKind::Options);
     let site = group.site.as_deref().expect("site at default depth");
     assert!(site.starts_with(&format!("tests/ledger_core.rs:{line}:")), "site {site}");
     assert_eq!(group.owner.as_deref(), Some("task 0_1 / segment 1717 / offsets"));
@@ -98,7 +98,7 @@ fn a_held_handle_is_a_deferred_release_naming_its_holder() {
     // The native cache lives on inside the DB.
     assert_eq!(ledger.live(HandleKind::Cache), 1);
     let report = ledger.report();
-    let group = report.retained.iter().find(|g| g.kind == "Cache").expect("cache group");
+    let group = report.retained.iter().find(|g| g.kind == HandleKind::Cache).expect("cache group");
     assert!(group.wrapper_dropped, "{report}");
     assert_eq!(group.held_by.len(), 1, "{report}");
     assert!(group.held_by[0].starts_with(&format!("DB #{}", db.id())), "{report}");

@@ -35,7 +35,7 @@ fn check_kind<T>(ledger: &Ledger, kind: HandleKind, make: impl Fn() -> (T, u32))
     let group = report
         .retained
         .iter()
-        .find(|g| g.kind == kind.name() && g.site.as_deref().is_some_and(|s| s.starts_with(&site)))
+        .find(|g| g.kind == kind && g.site.as_deref().is_some_and(|s| s.starts_with(&site)))
         .unwrap_or_else(|| panic!("forgotten {kind} not reported at {site}:\n{report}"));
     assert_eq!(group.count, 1, "{kind}\n{report}");
     assert_eq!(group.owner.as_deref(), Some("task 0_1 / segment 7"), "{kind}");
@@ -124,7 +124,8 @@ fn column_families_multi_threaded_bound_references() {
     db.drop_cf("extra").expect("drop cf");
     assert_eq!(ledger.live(HandleKind::ColumnFamily), 3);
     let report = ledger.report();
-    let cf = report.retained.iter().find(|g| g.kind == "ColumnFamily" && g.wrapper_dropped).expect("deferred cf");
+    let cf =
+        report.retained.iter().find(|g| g.kind == HandleKind::ColumnFamily && g.wrapper_dropped).expect("deferred cf");
     assert!(cf.held_by[0].starts_with("BoundColumnFamily"), "{report}");
     drop((bound, again));
     assert_eq!(ledger.live(HandleKind::ColumnFamily), 2);
@@ -148,11 +149,11 @@ fn a_cache_dropped_while_its_db_lives_is_held_by_that_db_and_released_with_it() 
 
     assert_eq!(ledger.live(HandleKind::Cache), 1, "the DB still holds the native cache");
     let report = ledger.report();
-    let group = report.retained.iter().find(|g| g.kind == "Cache").expect("cache");
+    let group = report.retained.iter().find(|g| g.kind == HandleKind::Cache).expect("cache");
     assert!(group.wrapper_dropped);
     assert_eq!(group.held_by.len(), 1, "{report}");
     assert!(group.held_by[0].starts_with(&format!("DB #{}", db.token().id())), "{report}");
-    let db_group = report.retained.iter().find(|g| g.kind == "DB").expect("db");
+    let db_group = report.retained.iter().find(|g| g.kind == HandleKind::Db).expect("db");
     assert!(db_group.holds.iter().any(|h| h.starts_with("Cache #")), "{report}");
 
     drop(db);
@@ -313,7 +314,7 @@ fn one_leaking_line_is_one_row_with_its_holders_summarized() {
         std::mem::forget((cache, manager));
     }
     let report = ledger.report();
-    let caches: Vec<_> = report.retained.iter().filter(|g| g.kind == "Cache").collect();
+    let caches: Vec<_> = report.retained.iter().filter(|g| g.kind == HandleKind::Cache).collect();
     assert_eq!(caches.len(), 1, "{report}");
     assert_eq!(caches[0].count, 50);
     assert_eq!(caches[0].held_by.len(), 1, "{report}");
@@ -321,7 +322,7 @@ fn one_leaking_line_is_one_row_with_its_holders_summarized() {
         caches[0].held_by[0].starts_with("50 x WriteBufferManager created at tests/tracked_handles.rs:"),
         "{report}"
     );
-    let managers: Vec<_> = report.retained.iter().filter(|g| g.kind == "WriteBufferManager").collect();
+    let managers: Vec<_> = report.retained.iter().filter(|g| g.kind == HandleKind::WriteBufferManager).collect();
     assert_eq!((managers.len(), managers[0].count), (1, 50), "{report}");
     assert!(report.to_string().lines().count() < 20, "{report}");
 }

@@ -8,7 +8,7 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use leakcheck::report::{self, RunReport};
-use leakcheck::{Signal, Verdict};
+use leakcheck::{HandleKind, Signal, Verdict};
 
 const BIN: &str = env!("CARGO_BIN_EXE_leakcheck");
 const SMALL: [&str; 4] = ["--tasks", "1", "--segments", "2"];
@@ -148,7 +148,7 @@ fn check_with_a_planted_leak_exits_1_and_names_the_signal() {
     let r: RunReport = serde_json::from_slice(&out.stdout).expect("report");
     assert_eq!(r.verdict, Verdict::Leak);
     assert_eq!(r.signal(Signal::LiveHandles).map(|s| s.verdict), Some(Verdict::Leak));
-    assert!(r.ledger.retained.iter().any(|g| g.kind == "Options"));
+    assert!(r.ledger.retained.iter().any(|g| g.kind == HandleKind::Options));
 }
 
 #[test]

@@ -1062,8 +1062,14 @@ impl<'a> Cycler<'a> {
 
 /// The creation sites of the caches and write buffer managers retained while the store is open.
 fn unshared_cache_sites(ledger: &Ledger) -> Vec<String> {
-    let caches = [HandleKind::Cache.name(), HandleKind::WriteBufferManager.name()];
-    ledger.report().retained.into_iter().filter(|g| caches.contains(&g.kind.as_str())).filter_map(|g| g.site).collect()
+    let caches = [HandleKind::Cache, HandleKind::WriteBufferManager];
+    ledger
+        .report()
+        .retained
+        .into_iter()
+        .filter(|g| caches.iter().any(|k| g.kind == *k))
+        .filter_map(|g| g.site)
+        .collect()
 }
 
 /// What the store's integrity check found (a panic in it is a violation of its own).

@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use serde::{Serialize, Serializer};
+use serde::{Deserialize, Serialize, Serializer};
 
 /// A kind of native handle. The built-in kinds cover every RocksDB handle the tracked wrappers
 /// make; [`HandleKind::Other`] serves users who track another library's (or another binding's)
@@ -94,6 +94,11 @@ impl HandleKind {
         }
     }
 
+    /// The built-in kind of this name, as [`HandleKind::name`] spells it.
+    pub fn builtin_named(name: &str) -> Option<HandleKind> {
+        HandleKind::BUILTIN.into_iter().find(|k| k.name() == name)
+    }
+
     /// Index into the ledger's fixed counter table, for built-in kinds.
     pub(crate) fn builtin_index(self) -> Option<usize> {
         Some(match self {
@@ -131,6 +136,79 @@ impl Serialize for HandleKind {
     }
 }
 
+/// A handle kind as a report holds it. A report read back from JSON knows a user's
+/// [`HandleKind::Other`] kind by its name alone, so such kinds are kept as owned names; built-in
+/// kinds stay typed. Serialized as the kind's name, so the JSON is what it always was.
+///
+/// ```
+/// use leakcheck::{HandleKind, KindName};
+/// assert_eq!(KindName::from(HandleKind::Cache), HandleKind::Cache);
+/// assert_eq!(KindName::from("Cache".to_string()), HandleKind::Cache);
+/// assert_eq!(KindName::from(HandleKind::Other("socket")), HandleKind::Other("socket"));
+/// assert_eq!(KindName::from(HandleKind::Other("socket")).to_string(), "socket");
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(from = "String", into = "String")]
+pub enum KindName {
+    /// One of [`HandleKind::BUILTIN`].
+    Builtin(HandleKind),
+    /// A kind the built-ins do not cover, by its name.
+    Other(String),
+}
+
+impl KindName {
+    /// The kind's name as reports print it.
+    pub fn as_str(&self) -> &str {
+        match self {
+            KindName::Builtin(k) => k.name(),
+            KindName::Other(name) => name,
+        }
+    }
+}
+
+impl From<HandleKind> for KindName {
+    fn from(kind: HandleKind) -> Self {
+        match kind {
+            HandleKind::Other(name) => KindName::Other(name.to_string()),
+            builtin => KindName::Builtin(builtin),
+        }
+    }
+}
+
+impl From<String> for KindName {
+    fn from(name: String) -> Self {
+        match HandleKind::builtin_named(&name) {
+            Some(k) => KindName::Builtin(k),
+            None => KindName::Other(name),
+        }
+    }
+}
+
+impl From<KindName> for String {
+    fn from(kind: KindName) -> Self {
+        match kind {
+            KindName::Builtin(k) => k.name().to_string(),
+            KindName::Other(name) => name,
+        }
+    }
+}
+
+impl PartialEq<HandleKind> for KindName {
+    fn eq(&self, other: &HandleKind) -> bool {
+        match (self, other) {
+            (KindName::Other(name), HandleKind::Other(theirs)) => name == theirs,
+            (KindName::Builtin(k), other) => k == other,
+            (KindName::Other(_), _) => false,
+        }
+    }
+}
+
+impl fmt::Display for KindName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.pad(self.as_str())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -141,5 +219,18 @@ mod tests {
             assert_eq!(kind.builtin_index(), Some(i), "{kind}");
         }
         assert_eq!(HandleKind::Other("x").builtin_index(), None);
+    }
+
+    #[test]
+    fn kind_names_round_trip_through_json() {
+        for kind in HandleKind::BUILTIN.into_iter().chain([HandleKind::Other("socket")]) {
+            let json = serde_json::to_string(&KindName::from(kind)).expect("serialize");
+            assert_eq!(json, format!("\"{}\"", kind.name()));
+            let back: KindName = serde_json::from_str(&json).expect("deserialize");
+            assert_eq!(back, kind, "{json}");
+            assert_eq!(back, KindName::from(kind));
+        }
+        assert_ne!(KindName::from(HandleKind::Other("DBx")), HandleKind::Db);
+        assert_ne!(KindName::from(HandleKind::Db), HandleKind::Other("DB"));
     }
 }

@@ -29,7 +29,7 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 pub use close::{CloseResult, SwallowedCloseError};
 pub use guard::{LeakError, LeakGuard, Settle};
-pub use kind::HandleKind;
+pub use kind::{HandleKind, KindName};
 pub use owner::{current_owner, owner_scope, OwnerScope};
 pub use report::{HandleGroup, KindCounts, LeakReport};
 

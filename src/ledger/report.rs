@@ -5,7 +5,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use super::{lock, Depth, Entry, HandleKind, Ledger, SwallowedCloseError};
+use super::{lock, Depth, Entry, HandleKind, KindName, Ledger, SwallowedCloseError};
 
 /// Counters of one handle kind.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -25,8 +25,8 @@ pub struct KindCounts {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct HandleGroup {
-    /// The handle kind's name.
-    pub kind: String,
+    /// The handle kind (serialized as its name).
+    pub kind: KindName,
     /// How many live handles are in the group.
     pub count: u64,
     /// Where they were created (`file:line:column`); absent for handles registered at
@@ -83,7 +83,7 @@ impl LeakReport {
 
     /// Retained handles of one kind.
     pub fn retained_of(&self, kind: HandleKind) -> u64 {
-        self.retained.iter().filter(|g| g.kind == kind.name()).map(|g| g.count).sum()
+        self.retained.iter().filter(|g| g.kind == kind).map(|g| g.count).sum()
     }
 }
 
@@ -194,7 +194,7 @@ impl Ledger {
                 .map(|(k, mut g)| {
                     g.ids.sort_unstable();
                     HandleGroup {
-                        kind: k.kind.name().to_string(),
+                        kind: k.kind.into(),
                         count: g.count,
                         site: k.site,
                         owner: k.owner,

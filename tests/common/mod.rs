@@ -33,7 +33,7 @@ pub fn run(cycles: u64, leak_bytes: usize, cfg: &AnalysisConfig) -> RunVerdict {
         }
         let (sample, settled) = probe.settled_sample(Settle::SAMPLES);
         let retained: BTreeMap<String, u64> = ledger.report().retained.iter().fold(BTreeMap::new(), |mut m, g| {
-            *m.entry(g.kind.clone()).or_default() += g.count;
+            *m.entry(g.kind.to_string()).or_default() += g.count;
             m
         });
         samples.push(CycleSample::new(c, sample, retained, settled));

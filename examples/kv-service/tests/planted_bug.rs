@@ -3,7 +3,7 @@
 //! `assert_clean` with the verdict table.
 
 use kv_service::{Bug, KvService};
-use leakcheck::{Ledger, Signal, Verdict};
+use leakcheck::{HandleKind, Ledger, Signal, Verdict};
 
 #[global_allocator]
 static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
@@ -17,7 +17,7 @@ fn a_release_skipped_on_a_failed_flush_is_caught() -> Result<(), Box<dyn std::er
     assert_eq!(outcome.verdict(), Verdict::Leak, "{outcome}");
     let r = &outcome.report;
     assert_eq!(r.signal(Signal::LiveHandles).map(|s| s.verdict), Some(Verdict::Leak));
-    let options = r.ledger.retained.iter().find(|g| g.kind == "Options").expect("the options are retained");
+    let options = r.ledger.retained.iter().find(|g| g.kind == HandleKind::Options).expect("the options are retained");
     assert!(options.site.as_deref().is_some_and(|s| s.contains("src/lib.rs")), "{options:?}");
     // Every third close fails: 10 of 30 cycles leave their options behind.
     assert_eq!(r.ledger.retained_of(leakcheck::HandleKind::Options), 10, "{}", r.ledger);
