@@ -155,9 +155,9 @@ fn invisible_native_allocations_make_a_run_inconclusive_not_clean() {
     let ledger = Ledger::new();
     let mut toy = Toy::default();
     let mut cfg = config("", 40);
-    cfg.allocator_check = || Err("simulated: C malloc is not routed to jemalloc".to_string());
+    cfg.allocator_check = leakcheck::harness::simulated_invisible_allocations;
     let report = Harness::new(cfg).run(&mut toy, &ledger).expect("run");
-    assert_eq!(report.verdict.bytes_unavailable.as_deref(), Some("simulated: C malloc is not routed to jemalloc"));
+    assert!(report.verdict.bytes_unavailable.is_some(), "the report says why the bytes are unavailable");
     assert_ne!(report.verdict.verdict, Verdict::Clean);
     let bytes: Vec<_> = report.verdict.signals.iter().filter(|s| s.class() == leakcheck::Class::Bytes).collect();
     assert!(!bytes.is_empty());

@@ -31,9 +31,9 @@ use leakcheck::{Ledger, Verdict};
 
 /// The settings of `leakcheck check`: cycles asked for, and the longest run while the memory
 /// verdict is inconclusive.
-pub const CHECK_CYCLES: u64 = 200;
+pub const CHECK_CYCLES: u64 = leakcheck::runner::DEFAULT_CHECK_CYCLES;
 /// See [`CHECK_CYCLES`].
-pub const CHECK_MAX_CYCLES: u64 = 4 * CHECK_CYCLES;
+pub const CHECK_MAX_CYCLES: u64 = leakcheck::runner::DEFAULT_MAX_CYCLES_FACTOR * CHECK_CYCLES;
 
 /// An error of a catalog store: RocksDB's, or an injected one.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -747,7 +747,7 @@ pub struct CleanStore {
 }
 
 fn setup<T>(r: Result<T>) -> std::result::Result<T, HarnessError> {
-    r.map_err(|e| HarnessError::Setup(e.0))
+    r.map_err(|e| HarnessError::Setup(e.0.into()))
 }
 
 /// The catalog.
@@ -770,7 +770,7 @@ pub const CLEAN_CATALOG: [CleanStore; 9] = [
         plan: "open.db=3%,work.write=5%,work.scan=5%:panic,close.marker=10%",
         run: |dir, ledger, cfg| {
             let dir = dir.join("db");
-            std::fs::create_dir_all(&dir).map_err(|e| HarnessError::Setup(format!("{}: {e}", dir.display())))?;
+            std::fs::create_dir_all(&dir).map_err(|e| HarnessError::Setup(format!("{}: {e}", dir.display()).into()))?;
             checked(&mut GrowingReopened { dir }, ledger, cfg)
         },
     },
@@ -817,7 +817,7 @@ pub const CLEAN_CATALOG: [CleanStore; 9] = [
             let mut config = ReferenceConfig::new(dir.join("store"));
             config.tasks = 4;
             config.segments = 8;
-            let mut store = ReferenceStore::new(config, ledger).map_err(|e| HarnessError::Setup(e.to_string()))?;
+            let mut store = ReferenceStore::new(config, ledger).map_err(|e| HarnessError::Setup(e.into()))?;
             checked(&mut store, ledger, cfg)
         },
     },

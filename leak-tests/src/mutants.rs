@@ -403,7 +403,7 @@ pub fn run_mutant(m: &Mutant, dir: &Path, cycles: u64) -> Result<MutantOutcome, 
     if let RunAs::Soak { tasks, segments, .. } = m.run_as {
         (config.tasks, config.segments) = (tasks, segments);
     }
-    let mut store = ReferenceStore::new(config, &ledger).map_err(|e| HarnessError::Setup(e.to_string()))?;
+    let mut store = ReferenceStore::new(config, &ledger).map_err(|e| HarnessError::Setup(e.into()))?;
     let plan = FaultPlan::parse(m.plan).map_err(HarnessError::Plan)?;
     let cfg = match m.run_as {
         RunAs::Fixed => HarnessConfig { cycles, plan, ..HarnessConfig::default() },

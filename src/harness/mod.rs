@@ -349,7 +349,7 @@ pub struct HarnessConfig {
     /// Run before the first cycle: proves that native (C and C++) allocations show in jemalloc's
     /// counters. When it fails, the byte signals are unavailable and the run cannot be clean
     /// ([`RunVerdict::mark_bytes_unavailable`]). Default: [`native_allocations_visible`].
-    pub allocator_check: fn() -> Result<(), String>,
+    pub allocator_check: fn() -> Result<(), ProbeError>,
 }
 
 /// Whether C `malloc` goes through jemalloc (see [`crate::probe::check_malloc_coverage`]): a
@@ -357,9 +357,22 @@ pub struct HarnessConfig {
 /// heap from every byte signal. Takes a few milliseconds.
 ///
 /// # Errors
-/// The diagnosis, naming the likely cause and its fix.
-pub fn native_allocations_visible() -> Result<(), String> {
-    crate::probe::check_malloc_coverage().map(|_| ()).map_err(|e| e.to_string())
+/// [`ProbeError::MallocNotRouted`], with the diagnosis naming the likely cause and its fix.
+pub fn native_allocations_visible() -> Result<(), ProbeError> {
+    crate::probe::check_malloc_coverage().map(|_| ())
+}
+
+/// An allocator check that reports native allocations invisible, as a build without the
+/// unprefixed override would: for test suites proving such a run ends inconclusive, never clean.
+///
+/// # Errors
+/// Always: [`ProbeError::MallocNotRouted`], its diagnosis saying it is simulated.
+pub fn simulated_invisible_allocations() -> Result<(), ProbeError> {
+    Err(ProbeError::MallocNotRouted {
+        requested_bytes: 4 << 20,
+        allocated_delta_bytes: 0,
+        diagnosis: "Simulated: the run was asked to treat native allocations as invisible.".to_string(),
+    })
 }
 
 impl HarnessConfig {
@@ -411,9 +424,9 @@ pub enum HarnessError {
     /// The store's data directory cannot be watched.
     #[error(transparent)]
     Probe(#[from] ProbeError),
-    /// The store could not be set up.
+    /// The store could not be set up (its causes follow as the error's source chain).
     #[error("cannot set up the store: {0}")]
-    Setup(String),
+    Setup(#[source] Box<dyn std::error::Error + Send + Sync>),
 }
 
 /// A run's result: every cycle, the samples and the verdicts.
@@ -654,7 +667,7 @@ impl Harness {
             Some(dir) => Probe::new().watch_dir(dir)?,
             None => Probe::new(),
         };
-        let unavailable = (cfg.allocator_check)().err();
+        let unavailable = (cfg.allocator_check)().err().map(|e| e.to_string());
         let mut run = Run::start(store, ledger, cfg, probe);
         for cycle in 0..cfg.cycles {
             if run.cycle(store, &faults, cycle, &mut observe).is_break() {

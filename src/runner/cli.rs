@@ -34,88 +34,25 @@ use clap::{Args, FromArgMatches, Subcommand};
 use super::{compare, run, Mode, RunError, RunOptions, StoreEnv};
 use crate::harness::Lifecycle;
 use crate::report::CompareLimits;
-use crate::Depth;
 
-/// The flags of `check` and `soak`.
+/// The flags of `check` and `soak`: the run's options, and how to print the outcome.
 #[derive(Args, Debug, Clone)]
 #[non_exhaustive]
 pub struct RunArgs {
-    /// Cycles to run (with --duration: at most this many).
-    #[arg(long)]
-    pub cycles: Option<u64>,
-    /// Run for this long (for example 90s, 30m, 8h, 1h30m).
-    #[arg(long, value_parser = parse_duration)]
-    pub duration: Option<Duration>,
-    /// check: when the memory verdict is still inconclusive after --cycles, go on, deciding every
-    /// 10 cycles, up to this many cycles (default: 4 x --cycles; equal to --cycles: never)
-    #[arg(long)]
-    pub max_cycles: Option<u64>,
-    /// Fault plan, for example `close.marker=10%,open.db=nth:2` (default: the store's, which
-    /// reaches its error paths; LEAKCHECK_FAULTS when set; `none` for no faults).
-    #[arg(long)]
-    pub faults: Option<String>,
-    /// Seed of the fault plan's probabilities.
-    #[arg(long, default_value_t = 1)]
-    pub seed: u64,
-    /// Ledger tracking depth: counts, sites or backtraces (default: LEAKCHECK_TRACKING, else
-    /// sites).
-    #[arg(long)]
-    pub tracking: Option<String>,
-    /// Directory for the report (report.json, samples.csv, plot.svg, plot.png).
-    #[arg(long)]
-    pub report: Option<PathBuf>,
-    /// Rewrite the report every this many cycles.
-    #[arg(long, default_value_t = 25, value_parser = clap::value_parser!(u64).range(1..))]
-    pub report_every: u64,
-    /// Take a memory sample every this many cycles.
-    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
-    pub sample_every: Option<u64>,
-    /// Where the store's data lives (default: a temporary directory, removed afterwards).
-    #[arg(long)]
-    pub dir: Option<PathBuf>,
-    /// Profile the heap with jemalloc's sampler, one sample per 2^N bytes (default 19, 512 KiB),
-    /// and report the call stacks that grew; needs a build with the `profiling` feature, started
-    /// with profiling ready (see docs/guide.md).
-    #[arg(long, value_name = "N", num_args = 0..=1, default_missing_value = "19")]
-    pub profile: Option<u32>,
+    /// The run's options (mode, progress and the signal handler are set by [`RunArgs::options`]).
+    #[command(flatten)]
+    pub options: RunOptions,
     /// Print the report as JSON on stdout (progress goes to stderr).
     #[arg(long)]
     pub json: bool,
-    /// For test suites: report native allocations as invisible to jemalloc (as in a build
-    /// without the unprefixed override), to prove such a run ends inconclusive, never clean.
-    #[arg(long, hide = true)]
-    pub simulate_invisible_allocations: bool,
 }
 
 impl RunArgs {
-    /// The runner's options for `mode`.
-    ///
-    /// # Errors
-    /// An unknown tracking depth.
-    pub fn options(&self, mode: Mode) -> Result<RunOptions, RunError> {
-        let tracking = self.tracking.as_deref().map(str::parse::<Depth>).transpose()?;
-        Ok(RunOptions {
-            mode,
-            cycles: self.cycles,
-            duration: self.duration,
-            max_cycles: self.max_cycles,
-            faults: self.faults.clone(),
-            seed: self.seed,
-            tracking,
-            report: self.report.clone(),
-            report_every: self.report_every,
-            sample_every: self.sample_every,
-            dir: self.dir.clone(),
-            progress: !(self.json && mode == Mode::Check),
-            interruptible: true,
-            allocator_check: self.simulate_invisible_allocations.then_some(invisible as fn() -> Result<(), String>),
-            profile: self.profile,
-        })
+    /// The runner's options for `mode`, as the command line runs them: interruptible by SIGINT
+    /// and SIGTERM, with progress on stderr unless `check --json`.
+    pub fn options(&self, mode: Mode) -> RunOptions {
+        RunOptions { mode, progress: !(self.json && mode == Mode::Check), interruptible: true, ..self.options.clone() }
     }
-}
-
-fn invisible() -> Result<(), String> {
-    Err("simulated (--simulate-invisible-allocations): C malloc is not routed to jemalloc".to_string())
 }
 
 /// The flags of `compare`.
@@ -206,7 +143,7 @@ where
         StoreCommand::Soak { run, store } => (Mode::Soak, run, store),
         StoreCommand::Compare(c) => return compare_command(&c),
     };
-    let options = args.options(mode)?;
+    let options = args.options(mode);
     let outcome = run(&options, |env| make(&store, env))?;
     if args.json {
         println!("{}", outcome.json());

@@ -62,52 +62,127 @@ impl Mode {
 
 /// Cycles `check` runs when none are asked for.
 pub const DEFAULT_CHECK_CYCLES: u64 = 200;
+/// `check` goes on while the memory verdict is inconclusive up to this many times its cycles,
+/// unless told otherwise (`--max-cycles`).
+pub const DEFAULT_MAX_CYCLES_FACTOR: u64 = 4;
 /// The fewest cycles that can give a verdict on memory.
 pub const MIN_CYCLES: u64 = 30;
+/// The seed of the fault plan's probabilities, unless told otherwise.
+pub const DEFAULT_SEED: u64 = 1;
+/// The report is rewritten every this many cycles, unless told otherwise.
+pub const DEFAULT_REPORT_EVERY: u64 = 25;
 
 /// What to run: the settings of `leakcheck check` and `leakcheck soak`, one field per flag.
+/// With feature `cli` this is also the flags' parser (`#[command(flatten)]` it into a command
+/// line); [`run`] validates it, once, before anything is made.
 #[derive(Debug, Clone)]
+#[cfg_attr(feature = "cli", derive(clap::Args))]
 pub struct RunOptions {
-    /// `check` or `soak`.
+    /// `check` or `soak` (on the command line, the subcommand).
+    #[cfg_attr(feature = "cli", arg(skip))]
     pub mode: Mode,
     /// Cycles to run (with `duration`: at most this many). Default: [`DEFAULT_CHECK_CYCLES`]
     /// for `check`; a soak needs this or `duration`.
+    #[cfg_attr(feature = "cli", arg(long, help = "Cycles to run (with --duration: at most this many)"))]
     pub cycles: Option<u64>,
     /// Run for this long.
+    #[cfg_attr(
+        feature = "cli",
+        arg(long, value_parser = cli::parse_duration, help = "Run for this long (for example 90s, 30m, 8h, 1h30m)")
+    )]
     pub duration: Option<Duration>,
     /// `check` with cycles: how far to go on while the memory verdict is inconclusive
-    /// (default four times the cycles; equal to the cycles: never).
+    /// (default [`DEFAULT_MAX_CYCLES_FACTOR`] times the cycles; equal to the cycles: never).
+    #[cfg_attr(
+        feature = "cli",
+        arg(
+            long,
+            help = "check: when the memory verdict is still inconclusive after --cycles, go on, deciding every 10 \
+                    cycles, up to this many cycles (default: 4 x --cycles; equal to --cycles: never)"
+        )
+    )]
     pub max_cycles: Option<u64>,
     /// The fault plan (`close.marker=10%,open.db=nth:2`, or `none`). Default: the environment
     /// variable [`FAULTS_ENV`] when set, else [`Lifecycle::default_faults`].
+    #[cfg_attr(
+        feature = "cli",
+        arg(
+            long,
+            help = "Fault plan, for example `close.marker=10%,open.db=nth:2` (default: the store's, which reaches its \
+                    error paths; LEAKCHECK_FAULTS when set; `none` for no faults)"
+        )
+    )]
     pub faults: Option<String>,
     /// Seed of the plan's probabilities.
+    #[cfg_attr(feature = "cli", arg(long, default_value_t = DEFAULT_SEED, help = "Seed of the fault plan's probabilities"))]
     pub seed: u64,
     /// The ledger's tracking depth. Default: `LEAKCHECK_TRACKING` when set, else sites.
+    #[cfg_attr(
+        feature = "cli",
+        arg(
+            long,
+            help = "Ledger tracking depth: counts, sites or backtraces (default: LEAKCHECK_TRACKING, else sites)"
+        )
+    )]
     pub tracking: Option<Depth>,
     /// Directory for the report (report.json, samples.csv, plot.svg and, with feature `png`,
     /// plot.png). Required by `soak`.
+    #[cfg_attr(
+        feature = "cli",
+        arg(long, help = "Directory for the report (report.json, samples.csv, plot.svg, plot.png)")
+    )]
     pub report: Option<PathBuf>,
     /// Rewrite the report every this many cycles.
+    #[cfg_attr(
+        feature = "cli",
+        arg(
+            long,
+            default_value_t = DEFAULT_REPORT_EVERY,
+            value_parser = clap::value_parser!(u64).range(1..),
+            help = "Rewrite the report every this many cycles"
+        )
+    )]
     pub report_every: u64,
     /// Take a memory sample every this many cycles (default: 1 for check, 5 for soak).
+    #[cfg_attr(
+        feature = "cli",
+        arg(long, value_parser = clap::value_parser!(u64).range(1..), help = "Take a memory sample every this many cycles")
+    )]
     pub sample_every: Option<u64>,
     /// Where the store's data lives (default: a temporary directory, removed afterwards).
+    #[cfg_attr(feature = "cli", arg(long))]
     pub dir: Option<PathBuf>,
-    /// Show progress on stderr (a bar on a terminal, a line every 10 s otherwise).
+    /// Show progress on stderr (a bar on a terminal, a line every 10 s otherwise). The command
+    /// line shows it unless `check --json`.
+    #[cfg_attr(feature = "cli", arg(skip))]
     pub progress: bool,
     /// SIGINT and SIGTERM end the run after the cycle in progress, with a final report marked
     /// interrupted (installs a process-wide handler; the command line turns it on).
+    #[cfg_attr(feature = "cli", arg(skip))]
     pub interruptible: bool,
-    /// Replaces the check that native allocations are visible to jemalloc (the test suite uses
-    /// it to prove a run without them ends inconclusive).
-    pub allocator_check: Option<fn() -> Result<(), String>>,
+    /// Treat native allocations as invisible to jemalloc
+    /// ([`crate::harness::simulated_invisible_allocations`]): the test suite uses it to prove such
+    /// a run ends inconclusive, never clean.
+    #[cfg_attr(feature = "cli", arg(long, hide = true))]
+    pub simulate_invisible_allocations: bool,
     /// Profile the heap (feature `profiling`): sample one allocation per `2^N` bytes from the
     /// end of the first cycle, dump jemalloc's profile after the warm-up and at the end, and report the call
     /// stacks whose live bytes grew ([`RunReport::heap_growth`], and in the report directory
     /// `heap-first.pb.gz`, `heap-last.pb.gz`, `heap-growth.folded`). jemalloc must have been
     /// started with profiling (`leakcheck::heap_profiling_ready!()` in the binary, or
     /// `MALLOC_CONF=prof:true,prof_active:false`).
+    #[cfg_attr(
+        feature = "cli",
+        arg(
+            long,
+            value_name = "N",
+            num_args = 0..=1,
+            default_missing_value = "19",
+            help = "Profile the heap with jemalloc's sampler, one sample per 2^N bytes (default 19, 512 KiB), and report \
+                    the call stacks that grew; needs a build with the `profiling` feature, started with profiling ready \
+                    (see docs/guide.md)"
+        )
+    )]
     pub profile: Option<u32>,
 }
 
@@ -119,15 +194,15 @@ impl Default for RunOptions {
             duration: None,
             max_cycles: None,
             faults: None,
-            seed: 1,
+            seed: DEFAULT_SEED,
             tracking: None,
             report: None,
-            report_every: 25,
+            report_every: DEFAULT_REPORT_EVERY,
             sample_every: None,
             dir: None,
             progress: false,
             interruptible: false,
-            allocator_check: None,
+            simulate_invisible_allocations: false,
             profile: None,
         }
     }
@@ -330,7 +405,7 @@ fn validate(opts: &RunOptions) -> Result<Plan, RunError> {
             return Err(invalid("--max-cycles", format!("{m}: less than --cycles {cycles}")))
         }
         (Some(m), false) => Some(m),
-        (None, false) => Some(cycles.saturating_mul(4)),
+        (None, false) => Some(cycles.saturating_mul(DEFAULT_MAX_CYCLES_FACTOR)),
     };
     let sample_every = opts.sample_every.unwrap_or(if soak { 5 } else { 1 });
     Ok(Plan { depth, cycles, max_cycles, sample_every })
@@ -467,8 +542,8 @@ fn harness_config(opts: &RunOptions, plan: &Plan, faults: FaultPlan) -> HarnessC
     if soak {
         hc.analysis.looks = Looks::Doubling { first: DEFAULT_CHECK_CYCLES };
     }
-    if let Some(check) = opts.allocator_check {
-        hc.allocator_check = check;
+    if opts.simulate_invisible_allocations {
+        hc.allocator_check = crate::harness::simulated_invisible_allocations;
     }
     hc
 }
