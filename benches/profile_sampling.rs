@@ -26,20 +26,24 @@ const SIZES: [usize; 2] = [256, 4096];
 const LADDER: [u64; 7] = [250, 500, 1000, 2000, 4000, 8000, 16000];
 const RUNS: usize = 3;
 
+/// How many cycles a leak needs before `--profile` names it
+/// (`cargo bench --bench profile_sampling --features profiling -- [LG [FROM]]`).
+#[derive(clap::Parser)]
+#[command(name = "profile_sampling")]
+struct Args {
+    /// One sample per 2^LG bytes.
+    #[arg(default_value_t = 19, value_parser = clap::value_parser!(u32).range(0..=40))]
+    lg: u32,
+    /// Skip the rungs of the cycle ladder below this many cycles.
+    #[arg(default_value_t = 0)]
+    from: u64,
+    /// Passed by `cargo bench`.
+    #[arg(long, hide = true)]
+    bench: bool,
+}
+
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
-    let number = |i: usize, default: u64, what: &str| -> u64 {
-        match args.get(i).map(|a| (a, a.parse::<u64>())) {
-            None => default,
-            Some((_, Ok(n))) => n,
-            Some((a, Err(_))) => {
-                eprintln!("profile_sampling: {what} must be a number, not `{a}`");
-                std::process::exit(2);
-            }
-        }
-    };
-    let lg = u32::try_from(number(0, 19, "LG (2^LG bytes per sample)")).unwrap_or(u32::MAX);
-    let from = number(1, 0, "FROM (the first rung of the cycle ladder)");
+    let Args { lg, from, .. } = clap::Parser::parse();
     let tolerance = Tolerances::default().allocated_bytes_per_cycle;
     println!("planted C allocation per cycle, fresh-DB loop, one sample per 2^{lg} bytes, {RUNS} runs per row");
     println!(

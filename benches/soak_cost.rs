@@ -68,9 +68,20 @@ fn peak_rss_kib() -> Option<u64> {
     line.split_whitespace().nth(1)?.parse().ok()
 }
 
+/// The runner's own cost at soak scale (`cargo bench --bench soak_cost -- [CYCLES]`).
+#[derive(clap::Parser)]
+#[command(name = "soak_cost")]
+struct Args {
+    /// Cycles to soak.
+    #[arg(default_value_t = 100_000, value_parser = clap::value_parser!(u64).range(runner::MIN_CYCLES..))]
+    cycles: u64,
+    /// Passed by `cargo bench`.
+    #[arg(long, hide = true)]
+    bench: bool,
+}
+
 fn main() -> Result<(), String> {
-    // `cargo bench` passes `--bench`; the first plain number is the cycle count.
-    let cycles = std::env::args().skip(1).find_map(|a| a.parse::<u64>().ok()).unwrap_or(100_000);
+    let Args { cycles, .. } = clap::Parser::parse();
     let report = tempfile::tempdir().map_err(|e| e.to_string())?;
     let mut opts = RunOptions::new(Mode::Soak);
     opts.cycles = Some(cycles);
