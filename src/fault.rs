@@ -442,7 +442,7 @@ impl Faults {
 
 /// The plans of the automatic fault matrix over `points`: each single point failing always, on
 /// its 2nd call, and panicking; then each pair of points failing always.
-pub fn matrix_plans(points: &BTreeSet<String>) -> Vec<FaultPlan> {
+pub(crate) fn matrix_plans(points: &BTreeSet<String>) -> Vec<FaultPlan> {
     let mut plans = Vec::new();
     for p in points {
         plans.push(FaultPlan::none().with(p, Trigger::Always, FaultAction::Error));

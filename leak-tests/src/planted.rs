@@ -11,7 +11,7 @@ use leakcheck::probe::RocksDbMemory;
 /// Where each planted leak that ran in this process is in the source (`file:line`).
 static SITES: Mutex<BTreeMap<&'static str, String>> = Mutex::new(BTreeMap::new());
 
-/// Records that the planted leak `name` ran at `file:line` ([`planted!`]).
+/// Records that the planted leak `name` ran at `file:line` (the `planted!` macro).
 pub fn record_site(name: &'static str, file: &'static str, line: u32) {
     crate::lock(&SITES).entry(name).or_insert_with(|| format!("{file}:{line}"));
 }

@@ -678,7 +678,7 @@ impl Harness {
     }
 
     /// The automatic fault matrix: one recording cycle finds every fault point a clean cycle
-    /// passes; then, after the warm-up's clean cycles, each plan of [`matrix_plans`] (each point
+    /// passes; then, after the warm-up's clean cycles, each plan of `matrix_plans` (each point
     /// failing always, on its 2nd call, or panicking; each pair failing) runs
     /// `matrix_repeats` times, each time followed by a clean cycle. Every cycle is checked for
     /// zero retained handles, no swallowed close error and intact data; and each plan's bytes:

@@ -22,7 +22,7 @@ use crate::units::escape_markup as esc;
 
 /// Defines jemalloc's start-up options (the `malloc_conf` symbol) so that heap profiling is
 /// compiled in and ready but inactive: `prof:true,prof_active:false`. A run then turns sampling
-/// on with [`start`] and pays nothing measurable without it. Use it once, in the binary (a test
+/// on with `--profile` (or [`crate::runner::Check::profile`]) and pays nothing measurable without it. Use it once, in the binary (a test
 /// file of its own, a soak binary); jemalloc reads the symbol before `main`. The environment
 /// variable `MALLOC_CONF=prof:true,prof_active:false` does the same without code.
 ///
@@ -35,9 +35,6 @@ macro_rules! heap_profiling_ready {
         pub static malloc_conf: Option<&'static u8> = Some(&b"prof:true,prof_active:false\0"[0]);
     };
 }
-
-/// jemalloc's default sampling interval: one sample per 2^19 bytes (512 KiB) allocated.
-pub const DEFAULT_LG_SAMPLE: u32 = 19;
 
 /// Whether jemalloc was started with profiling (`opt.prof`), which only start-up options can
 /// set ([`heap_profiling_ready!`](crate::heap_profiling_ready) or `MALLOC_CONF`).
@@ -256,14 +253,10 @@ impl HeapProfile {
         }
     }
 
-    /// Estimated live bytes in the whole profile.
-    pub fn total_bytes(&self) -> f64 {
-        self.stacks.values().map(|s| self.estimated_bytes(*s)).sum()
-    }
-
     /// What grew per stack from `earlier` to this profile over `cycles` cycles, most first. Stacks
     /// that shrank or stayed are left out.
-    pub fn growth_since(&self, earlier: &HeapProfile, cycles: u64) -> Vec<StackGrowth> {
+    #[cfg(test)]
+    fn growth_since(&self, earlier: &HeapProfile, cycles: u64) -> Vec<StackGrowth> {
         growing(&self.changes_since(earlier, cycles))
     }
 

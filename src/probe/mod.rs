@@ -7,11 +7,12 @@
 
 mod coverage;
 #[cfg(feature = "profiling")]
-pub mod heap;
+pub(crate) mod heap;
 pub mod jemalloc;
 pub mod process;
 #[cfg(feature = "rocksdb")]
 pub mod rocksdb;
+#[doc(hidden)]
 pub mod stacks;
 
 use crate::Settle;

@@ -41,7 +41,7 @@ pub struct ProcessStats {
 }
 
 /// Reads every field it can. `dir`, when given, is the directory whose files are counted
-/// separately (a store's data directory); it should be canonical (see [`canonical_dir`]).
+/// separately (a store's data directory); it should be canonical (the probe's `watch_dir` canonicalizes it).
 pub fn read(dir: Option<&Path>) -> ProcessStats {
     let (rss_bytes, rss_anon_bytes, threads) = status().unwrap_or_default();
     let (open_fds, open_fds_under_dir) = match fds(dir) {
@@ -57,7 +57,7 @@ pub fn read(dir: Option<&Path>) -> ProcessStats {
 
 /// Resolves `dir` the way the kernel reports paths in `/proc/self/fd` and `/proc/self/maps`
 /// (absolute, symlinks resolved), so that prefix matching works.
-pub fn canonical_dir(dir: &Path) -> Result<PathBuf, ProbeError> {
+pub(crate) fn canonical_dir(dir: &Path) -> Result<PathBuf, ProbeError> {
     fs::canonicalize(dir).map_err(|source| ProbeError::Dir { path: dir.to_path_buf(), source })
 }
 

@@ -67,7 +67,7 @@ pub(crate) fn is_allocator(path: &str) -> bool {
     ALLOCATOR.iter().any(|p| path.starts_with(p))
 }
 
-/// A frame's function and its source location: `name (file:line)` as [`crate::probe::heap`]
+/// A frame's function and its source location: `name (file:line)` as the heap profile
 /// names frames. Only a trailing `(..:LINE)` is a location: C++ signatures have parentheses too
 /// (`Submit(std::function<void ()>, ..)`).
 pub fn split_location(frame: &str) -> (&str, Option<&str>) {
@@ -102,7 +102,7 @@ fn function_path(frame: &str) -> &str {
 /// which it counts too, beyond capacity).
 const CACHE_FILL: [&str; 3] = ["MaybeReadBlockAndLoadToCache", "PutDataBlockToCache", "InsertEntryToCache"];
 
-/// Whether a stack stores a block in a block cache ([`CACHE_FILL`] among its frames). Such growth
+/// Whether a stack stores a block in a block cache (one of RocksDB's block-cache insertions among its frames). Such growth
 /// is a cache filling as long as the caches' usage within capacity grew as much over the same
 /// cycles; the runner explains it up to that much and no further.
 pub fn fills_a_block_cache(frames: &[String]) -> bool {

@@ -363,7 +363,7 @@ fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> ReportError + '_ {
 ///
 /// # Errors
 /// The I/O error, naming the file.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), ReportError> {
+pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), ReportError> {
     let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let mut tmp =
         tempfile::Builder::new().prefix(".leakcheck-").suffix(".tmp").tempfile_in(dir).map_err(io_err(dir))?;
@@ -378,6 +378,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), ReportError> {
 ///
 /// # Errors
 /// When the directory cannot be created or written.
+#[doc(hidden)]
 pub fn prepare_dir(dir: &Path) -> Result<(), ReportError> {
     let existed = dir.exists();
     fs::create_dir_all(dir).map_err(io_err(dir))?;
@@ -479,7 +480,7 @@ fn push_row(out: &mut String, c: &CycleSample) {
 /// being rewritten, and a run killed at any moment leaves whole rows (a row torn by a full disk
 /// is skipped when read back: [`parse_samples_csv`]).
 #[derive(Debug)]
-pub struct SamplesFile {
+pub(crate) struct SamplesFile {
     path: PathBuf,
     pending: String,
 }
@@ -671,6 +672,7 @@ impl Row<'_> {
 ///
 /// # Errors
 /// The I/O error, naming the file.
+#[doc(hidden)]
 pub fn write_dir(dir: &Path, report: &RunReport, samples: &[CycleSample]) -> Result<(), ReportError> {
     write_atomic(&dir.join(SAMPLES_FILE), samples_csv(samples).as_bytes())?;
     write_report_json(dir, report)
@@ -680,7 +682,7 @@ pub fn write_dir(dir: &Path, report: &RunReport, samples: &[CycleSample]) -> Res
 ///
 /// # Errors
 /// The I/O error, naming the file.
-pub fn write_report_json(dir: &Path, report: &RunReport) -> Result<(), ReportError> {
+pub(crate) fn write_report_json(dir: &Path, report: &RunReport) -> Result<(), ReportError> {
     let json = serde_json::to_vec_pretty(report)
         .map_err(|source| ReportError::Parse { path: dir.join(REPORT_FILE), source })?;
     write_atomic(&dir.join(REPORT_FILE), &json)

@@ -8,7 +8,7 @@
 //! so a longer run finds a smaller leak and a clean verdict states the smallest continuing leak
 //! it rules out. Exact signals (live handles, files and maps under the store's directory after
 //! close) need no statistics: any residue after settling is a leak. Fault points are judged per
-//! firing ([`attribution`](Firings)).
+//! firing (the `attribution` module).
 //!
 //! [`Analysis`] folds samples and cycle records as they come, in bounded memory, and gives a
 //! verdict at any look for the same cost at a thousand cycles or a million; [`analyze`] is the
