@@ -225,6 +225,30 @@ impl CatalogRun {
         out
     }
 
+    /// Every clean-store run on a line of its own: verdict, cycles, faulted cycles, seconds, the
+    /// unexplained bytes per cycle with their interval, and what was not clean or warned.
+    pub fn clean_runs_table(&self) -> String {
+        let mut out = format!(
+            "{:<26} {:>5} {:<13} {:>7} {:>8} {:>8}  bytes/cycle [interval]  not clean / warnings\n",
+            "clean store", "seed", "verdict", "cycles", "faulted", "seconds"
+        );
+        for o in &self.clean {
+            let _ = writeln!(
+                out,
+                "{:<26} {:>5} {:<13} {:>7} {:>8} {:>8.1}  {:<22}  {}",
+                o.store,
+                o.seed,
+                o.verdict.name(),
+                o.cycles,
+                o.faulted_cycles,
+                o.seconds,
+                o.bytes_per_cycle.map_or("-".to_string(), |[s, l, u]| format!("{s:.0} [{l:.0}, {u:.0}]")),
+                o.leaking.iter().chain(&o.inconclusive).chain(&o.warnings).cloned().collect::<Vec<_>>().join(",")
+            );
+        }
+        out
+    }
+
     /// The closing line: sensitivity, specificity, time, ok or not.
     pub fn summary(&self) -> String {
         let (caught, planted) = self.caught();
@@ -279,30 +303,59 @@ pub fn clean_store_in_child(exe: &Path, name: &str, seed: u64) -> Result<CleanOu
     child(exe, &["clean-store", name, "--seed", &seed.to_string()], format!("clean store {name}"))
 }
 
-/// Runs every variant ([`variant_in_child`], one at a time, `on_variant` called after each) and
-/// every clean store `clean_seeds` times ([`clean_store_in_child`], two at a time: each
-/// process's signals are its own, and two keep both cores busy).
+/// What to run of both catalogs.
+#[derive(Debug, Clone)]
+pub struct CatalogPlan {
+    /// Cycles per planted-leak variant.
+    pub cycles: u64,
+    /// The seeds each clean store runs with (none: the clean catalog is skipped).
+    pub clean_seeds: Vec<u64>,
+    /// Child processes at a time: each process's signals are its own, and two keep both cores of
+    /// these machines busy.
+    pub workers: usize,
+}
+
+enum Job {
+    Variant(&'static Mutant),
+    Clean(&'static str, u64),
+}
+
+enum Done {
+    Variant(MutantOutcome),
+    Clean(CleanOutcome),
+}
+
+/// Runs every variant ([`variant_in_child`]) and every clean store with each seed
+/// ([`clean_store_in_child`]), `plan.workers` children at a time, the clean stores (the longest
+/// runs) first so the workers finish together; `on_variant` is called as each variant finishes.
 ///
 /// # Errors
 /// A child that cannot be started, fails, or prints something that is not an outcome.
 pub fn run_catalogs(
     exe: &Path,
-    cycles: u64,
-    clean_seeds: u64,
-    mut on_variant: impl FnMut(&Mutant, &MutantOutcome),
+    plan: &CatalogPlan,
+    on_variant: impl Fn(&Mutant, &MutantOutcome) + Sync,
 ) -> Result<CatalogRun, CatalogError> {
     let started = Instant::now();
-    let mut variants = Vec::with_capacity(CATALOG.len());
-    for m in &CATALOG {
-        let o = variant_in_child(exe, m.name, cycles)?;
-        on_variant(m, &o);
-        variants.push(o);
+    let mut jobs: Vec<Job> =
+        CLEAN_CATALOG.iter().flat_map(|s| plan.clean_seeds.iter().map(move |seed| Job::Clean(s.name, *seed))).collect();
+    jobs.extend(CATALOG.iter().map(Job::Variant));
+    let done = leakcheck::runner::in_parallel(jobs, plan.workers.max(1), |job| match job {
+        Job::Variant(m) => variant_in_child(exe, m.name, plan.cycles).inspect(|o| on_variant(m, o)).map(Done::Variant),
+        Job::Clean(name, seed) => clean_store_in_child(exe, name, seed).map(Done::Clean),
+    });
+    let (mut variants, mut clean) = (Vec::with_capacity(CATALOG.len()), Vec::new());
+    for d in done {
+        match d? {
+            Done::Variant(o) => variants.push(o),
+            Done::Clean(o) => clean.push(o),
+        }
     }
-    let jobs: Vec<(&str, u64)> =
-        CLEAN_CATALOG.iter().flat_map(|s| (0..clean_seeds).map(move |seed| (s.name, seed))).collect();
-    let mut clean = leakcheck::runner::in_parallel(jobs, 2, |(name, seed)| clean_store_in_child(exe, name, seed))
-        .into_iter()
-        .collect::<Result<Vec<_>, _>>()?;
     clean.sort_by(|a, b| (&a.store, a.seed).cmp(&(&b.store, b.seed)));
-    Ok(CatalogRun { variants, clean, clean_seeds, seconds: started.elapsed().as_secs_f64() })
+    Ok(CatalogRun {
+        variants,
+        clean,
+        clean_seeds: plan.clean_seeds.len() as u64,
+        seconds: started.elapsed().as_secs_f64(),
+    })
 }

@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
 
-use leak_tests::catalogs;
+use leak_tests::catalogs::{self, CatalogPlan, CatalogRun};
 use leak_tests::clean::{CleanOutcome, CLEAN_CATALOG};
 use leak_tests::mutants::{Mutant, MutantOutcome, RunAs, CATALOG, PLAN};
 use leakcheck::report::RunReport;
@@ -40,22 +40,6 @@ fn at_planted_line(site: &str, planted_at: &str) -> bool {
 }
 
 const LEAKCHECK: &str = env!("CARGO_BIN_EXE_leakcheck");
-
-fn run_clean(name: &str, seed: u64) -> CleanOutcome {
-    catalogs::clean_store_in_child(Path::new(LEAKCHECK), name, seed).unwrap_or_else(|e| panic!("{name}: {e}"))
-}
-
-enum Job {
-    Variant(&'static str),
-    Clean(&'static str, u64),
-    Profile(&'static Mutant),
-}
-
-enum Done {
-    Variant(&'static str, MutantOutcome),
-    Clean(CleanOutcome),
-    Profile(&'static str, Box<RunReport>),
-}
 
 /// `leakcheck check --plant NAME --profile` (no `--plant` for the reference store), its report.
 fn run_profiled(m: &Mutant) -> RunReport {
@@ -86,71 +70,23 @@ fn run_profiled(m: &Mutant) -> RunReport {
         .unwrap_or_else(|e| panic!("{}: {e}: {}", m.name, String::from_utf8_lossy(&out.stderr)))
 }
 
-fn run(name: &str) -> MutantOutcome {
-    catalogs::variant_in_child(Path::new(LEAKCHECK), name, CYCLES).unwrap_or_else(|e| panic!("{name}: {e}"))
-}
-
 #[test]
 fn every_variant_is_caught_and_every_clean_store_is_clean() {
-    // Two at a time: each is its own process, so their process-wide signals do not mix. The
-    // longest jobs (the clean stores) first, so the two workers finish together.
-    let mut jobs: Vec<Job> = CATALOG.iter().map(|m| Job::Variant(m.name)).collect();
-    jobs.extend(CATALOG.iter().filter(|m| m.heap_stack.is_some() || m.expected.is_empty()).map(Job::Profile));
-    for seed in CLEAN_SEEDS {
-        jobs.extend(CLEAN_CATALOG.iter().map(|c| Job::Clean(c.name, seed)));
-    }
-    jobs.reverse(); // the clean stores, pushed last, run first
-    let done = leakcheck::runner::in_parallel(jobs, 2, |job| match job {
-        Job::Variant(name) => Done::Variant(name, run(name)),
-        Job::Clean(name, seed) => Done::Clean(run_clean(name, seed)),
-        Job::Profile(m) => Done::Profile(m.name, Box::new(run_profiled(m))),
-    });
-    let mut results = BTreeMap::new();
-    let mut clean = Vec::new();
-    let mut profiles = BTreeMap::new();
-    for d in done {
-        match d {
-            Done::Variant(name, outcome) => {
-                results.insert(name, outcome);
-            }
-            Done::Clean(outcome) => clean.push(outcome),
-            Done::Profile(name, report) => {
-                profiles.insert(name, report);
-            }
-        }
-    }
-    clean.sort_by(|a, b| (&a.store, a.seed).cmp(&(&b.store, b.seed)));
+    // Both catalogs as `leakcheck mutants` runs them, two children at a time; then the profiled
+    // runs.
+    let plan = CatalogPlan { cycles: CYCLES, clean_seeds: CLEAN_SEEDS.to_vec(), workers: 2 };
+    let run = catalogs::run_catalogs(Path::new(LEAKCHECK), &plan, |_, _| {}).unwrap_or_else(|e| panic!("{e}"));
+    let profiled: Vec<&Mutant> = CATALOG.iter().filter(|m| m.heap_stack.is_some() || m.expected.is_empty()).collect();
+    let profiles: BTreeMap<&str, RunReport> =
+        leakcheck::runner::in_parallel(profiled, 2, |m| (m.name, run_profiled(m))).into_iter().collect();
+    let results: BTreeMap<&str, &MutantOutcome> = CATALOG.iter().map(|m| m.name).zip(&run.variants).collect();
+    let clean = &run.clean;
 
-    println!("{:<32} {:<9} {:>8} {:>7}  signals", "variant", "detected", "seconds", "cycles");
-    for m in &CATALOG {
-        let o = &results[m.name];
-        println!(
-            "{:<32} {:<9} {:>8.2} {:>7}  {}",
-            m.name,
-            o.detected,
-            o.seconds,
-            o.cycles_to_verdict.map_or("-".to_string(), |c| c.to_string()),
-            o.signals.iter().map(|c| c.name()).collect::<Vec<_>>().join(",")
-        );
+    println!("{}", CatalogRun::variants_header());
+    for (m, o) in CATALOG.iter().zip(&run.variants) {
+        println!("{}", CatalogRun::variant_row(m, o));
     }
-
-    println!(
-        "\n{:<26} {:>5} {:<13} {:>7} {:>8} {:>8}  bytes/cycle [interval]  not clean / warnings",
-        "clean store", "seed", "verdict", "cycles", "faulted", "seconds"
-    );
-    for o in &clean {
-        println!(
-            "{:<26} {:>5} {:<13} {:>7} {:>8} {:>8.1}  {:<22}  {}",
-            o.store,
-            o.seed,
-            o.verdict.name(),
-            o.cycles,
-            o.faulted_cycles,
-            o.seconds,
-            o.bytes_per_cycle.map_or("-".to_string(), |[s, l, u]| format!("{s:.0} [{l:.0}, {u:.0}]")),
-            o.leaking.iter().chain(&o.inconclusive).chain(&o.warnings).cloned().collect::<Vec<_>>().join(",")
-        );
-    }
+    print!("\n{}", run.clean_runs_table());
     let tolerance = Tolerances::default().allocated_bytes_per_cycle;
     println!(
         "\n{:<32} {:>12} {:>12} {:>12} {:>7}  top stacks of the heap's growth (2^{PROFILE_LG} sampling, {PROFILE_CYCLES} cycles)",
@@ -187,15 +123,12 @@ fn every_variant_is_caught_and_every_clean_store_is_clean() {
             );
         }
     }
-    let planted = CATALOG.iter().filter(|m| !m.expected.is_empty()).count();
-    let caught = CATALOG.iter().filter(|m| !m.expected.is_empty() && results[m.name].detected).count();
-    let called_clean = clean.iter().filter(|o| o.verdict == Verdict::Clean).count();
-    println!("\nsensitivity {caught}/{planted} planted leaks caught; specificity {called_clean}/{} clean-store runs called clean", clean.len());
+    println!("\n{}", run.summary());
 
     // The bar is "clean in at least 19 of 20 runs" per store (`leakcheck mutants --clean-seeds 20`
     // measures it). Here: every store clean in every seed but at most one run in all, and never a
     // store unclean in both of its seeds; a detector that lost specificity fails either way.
-    for o in &clean {
+    for o in clean {
         assert!(o.faulted_cycles > 0, "{} seed {}: the fault plan never fired", o.store, o.seed);
     }
     let unclean: Vec<&CleanOutcome> = clean.iter().filter(|o| o.verdict != Verdict::Clean).collect();

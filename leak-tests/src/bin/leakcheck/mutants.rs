@@ -5,7 +5,7 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
-use leak_tests::catalogs::{run_catalogs, run_clean_store, run_variant, CatalogRun};
+use leak_tests::catalogs::{run_catalogs, run_clean_store, run_variant, CatalogPlan, CatalogRun};
 
 /// `mutant NAME`: one variant in this process, its outcome as one JSON line.
 pub fn one(name: &str, cycles: u64) -> Result<ExitCode> {
@@ -26,7 +26,8 @@ pub fn all(cycles: u64, clean_seeds: u64, json: bool) -> Result<ExitCode> {
     if !json {
         println!("{}", CatalogRun::variants_header());
     }
-    let run = run_catalogs(&exe, cycles, clean_seeds, |m, o| {
+    let plan = CatalogPlan { cycles, clean_seeds: (0..clean_seeds).collect(), workers: 2 };
+    let run = run_catalogs(&exe, &plan, |m, o| {
         if !json {
             println!("{}", CatalogRun::variant_row(m, o));
         }
