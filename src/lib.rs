@@ -56,6 +56,8 @@
 #[cfg(feature = "criterion")]
 pub mod bench;
 pub mod fault;
+#[cfg(feature = "rocksdb")]
+pub mod guide;
 pub mod harness;
 pub mod ledger;
 pub mod probe;
