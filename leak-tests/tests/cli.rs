@@ -80,15 +80,17 @@ fn check_with_native_allocations_invisible_exits_3_not_0() {
     let out = leakcheck(&args);
     assert_eq!(code(&out), 3, "stderr: {}", String::from_utf8_lossy(&out.stderr));
     let r: RunReport = serde_json::from_slice(&out.stdout).expect("report");
-    assert_eq!(r.verdict, Verdict::Inconclusive);
+    assert_eq!(r.verdict.verdict, Verdict::Inconclusive);
     assert!(
-        r.bytes_unavailable.as_deref().is_some_and(|w| w.contains("not routed to jemalloc")),
+        r.verdict.bytes_unavailable.as_deref().is_some_and(|w| w.contains("not routed to jemalloc")),
         "{:?}",
-        r.bytes_unavailable
+        r.verdict.bytes_unavailable
     );
-    let bytes: Vec<_> = r.signals.iter().filter(|s| s.class() == leakcheck::Class::Bytes && !s.informational).collect();
+    let bytes: Vec<_> =
+        r.verdict.signals.iter().filter(|s| s.class() == leakcheck::Class::Bytes && !s.informational).collect();
     assert!(!bytes.is_empty() && bytes.iter().all(|s| s.verdict == Verdict::Inconclusive), "{bytes:?}");
     assert!(r
+        .verdict
         .signals
         .iter()
         .filter(|s| s.kind() == leakcheck::verdict::RuleKind::Exact)
@@ -116,7 +118,7 @@ fn check_goes_on_while_inconclusive_up_to_max_cycles() {
         (code(&out), serde_json::from_slice(&out.stdout).expect("report"))
     };
     let (exit, fixed) = run("30");
-    assert_eq!((exit, fixed.verdict), (3, Verdict::Inconclusive));
+    assert_eq!((exit, fixed.verdict.verdict), (3, Verdict::Inconclusive));
     assert_eq!((fixed.cycles_run, fixed.settings.max_cycles), (30, Some(30)));
     let bytes = fixed.signal(Signal::UnexplainedBytes).expect("bytes signal");
     assert_eq!(bytes.verdict, Verdict::Inconclusive);
@@ -125,7 +127,7 @@ fn check_goes_on_while_inconclusive_up_to_max_cycles() {
     assert!((30..=400).contains(&r.cycles_run), "{}", r.cycles_run);
     assert_eq!((r.cycles_run - 30) % 10, 0, "decided only at checkpoints: {}", r.cycles_run);
     if r.cycles_run < 400 {
-        assert_ne!(r.verdict, Verdict::Inconclusive, "stopped early without a verdict at {}", r.cycles_run);
+        assert_ne!(r.verdict.verdict, Verdict::Inconclusive, "stopped early without a verdict at {}", r.cycles_run);
     }
     assert_eq!(r.settings.max_cycles, Some(400));
 }
@@ -146,7 +148,7 @@ fn check_with_a_planted_leak_exits_1_and_names_the_signal() {
     let out = leakcheck(&args);
     assert_eq!(code(&out), 1, "stderr: {}", String::from_utf8_lossy(&out.stderr));
     let r: RunReport = serde_json::from_slice(&out.stdout).expect("report");
-    assert_eq!(r.verdict, Verdict::Leak);
+    assert_eq!(r.verdict.verdict, Verdict::Leak);
     assert_eq!(r.signal(Signal::LiveHandles).map(|s| s.verdict), Some(Verdict::Leak));
     assert!(r.ledger.retained.iter().any(|g| g.kind == HandleKind::Options));
 }

@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 pub(crate) use plot::plot_svgs;
 
 use crate::harness::{CycleRecord, HarnessReport, Phase};
-use crate::verdict::{BaselineReturn, CycleSample, LeakRate, RulesOut, RunVerdict, SignalVerdict};
+use crate::verdict::{CycleSample, RunVerdict, SignalVerdict};
 use crate::{LeakReport, Verdict};
 
 /// The report schema's version. Readers reject other versions.
@@ -194,8 +194,11 @@ pub struct RunReport {
     pub schema_version: u32,
     /// The tool and its version.
     pub tool: String,
-    /// clean, leak or inconclusive.
-    pub verdict: Verdict,
+    /// The verdict: clean, leak or inconclusive (`verdict`), every signal's (`signals`), the leak
+    /// rate, what a clean verdict rules out, the return to baseline, and why the byte signals
+    /// could not be trusted when so. Its fields sit at the top level of the JSON.
+    #[serde(flatten)]
+    pub verdict: RunVerdict,
     /// False while a run is still going (a report rewritten mid-run).
     pub complete: bool,
     /// The run was stopped early by SIGINT or SIGTERM (the report covers the cycles run).
@@ -209,23 +212,6 @@ pub struct RunReport {
     pub elapsed_seconds: f64,
     /// Mean wall time per cycle, in milliseconds: the overhead figure `compare` watches.
     pub ms_per_cycle: f64,
-    /// One entry per signal.
-    pub signals: Vec<SignalVerdict>,
-    /// The bytes signal's leak rate, per cycle and per store instance.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub leak_rate: Option<LeakRate>,
-    /// When the bytes signal is clean: the smallest continuing leak the run rules out.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub rules_out: Option<RulesOut>,
-    /// An interim report: the cycles of the look its statistical verdicts come from.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub judged_at_cycles: Option<u64>,
-    /// Return to the pre-run baseline.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub baseline_return: Option<BaselineReturn>,
-    /// Why the byte signals could not be trusted (native allocations invisible), when so.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub bytes_unavailable: Option<String>,
     /// How the cycles ended.
     pub cycles_summary: CycleSummary,
     /// The ledger after the last cycle.
@@ -245,7 +231,7 @@ impl RunReport {
     /// Builds a report from a verdict and what surrounds it.
     pub fn new(
         settings: RunSettings,
-        verdict: &RunVerdict,
+        verdict: RunVerdict,
         summary: CycleSummary,
         ledger: LeakReport,
         cycles_run: u64,
@@ -255,19 +241,13 @@ impl RunReport {
         RunReport {
             schema_version: SCHEMA_VERSION,
             tool: format!("leakcheck {}", env!("CARGO_PKG_VERSION")),
-            verdict: verdict.verdict,
+            verdict,
             complete,
             interrupted: false,
             settings,
             cycles_run,
             elapsed_seconds,
             ms_per_cycle: if cycles_run > 0 { elapsed_seconds * 1e3 / cycles_run as f64 } else { 0.0 },
-            signals: verdict.signals.clone(),
-            leak_rate: verdict.leak_rate.clone(),
-            rules_out: verdict.rules_out.clone(),
-            judged_at_cycles: verdict.judged_at_cycles,
-            baseline_return: verdict.baseline_return.clone(),
-            bytes_unavailable: verdict.bytes_unavailable.clone(),
             cycles_summary: summary,
             ledger,
             heap_growth: Vec::new(),
@@ -281,18 +261,17 @@ impl RunReport {
         for r in &h.records {
             summary.add(r);
         }
-        Self::new(settings, &h.verdict, summary, h.ledger.clone(), h.cycles_run, elapsed_seconds, true)
+        Self::new(settings, h.verdict.clone(), summary, h.ledger.clone(), h.cycles_run, elapsed_seconds, true)
     }
 
     /// The entry of a signal by its name in reports (`live_handles.Options`).
     pub fn signal_named(&self, name: &str) -> Option<&SignalVerdict> {
-        let id: crate::SignalId = name.parse().ok()?;
-        self.signals.iter().find(|s| s.signal == id)
+        self.verdict.signal_named(name)
     }
 
     /// The entry of one signal (of a family: its first member).
     pub fn signal(&self, signal: crate::Signal) -> Option<&SignalVerdict> {
-        self.signals.iter().find(|s| s.family() == signal)
+        self.verdict.signal(signal)
     }
 
     /// Among the `within` first stacks of the heap's growth (`--profile`; the most unexplained
@@ -310,7 +289,8 @@ impl RunReport {
 
     /// The bytes signal that the run's leak rate comes from.
     pub fn bytes_signal(&self) -> Option<&SignalVerdict> {
-        self.leak_rate.as_ref().and_then(|r| self.signals.iter().find(|s| s.signal == r.signal))
+        let v = &self.verdict;
+        v.leak_rate.as_ref().and_then(|r| v.signals.iter().find(|s| s.signal == r.signal))
     }
 }
 
@@ -745,10 +725,10 @@ pub struct Comparison {
 /// that grew beyond the limit (by more than the new interval's half-width too, so noise is not a
 /// regression), or time per cycle that grew beyond the limit.
 pub fn compare(old: &RunReport, new: &RunReport, limits: CompareLimits) -> Comparison {
-    let rate = |r: &RunReport| r.leak_rate.as_ref().map(|l| l.bytes_per_cycle);
+    let rate = |r: &RunReport| r.verdict.leak_rate.as_ref().map(|l| l.bytes_per_cycle);
     let mut regressions = Vec::new();
-    if new.verdict > old.verdict {
-        regressions.push(format!("verdict {} -> {}", old.verdict, new.verdict));
+    if new.verdict.verdict > old.verdict.verdict {
+        regressions.push(format!("verdict {} -> {}", old.verdict.verdict, new.verdict.verdict));
     }
     if let (Some(a), Some(b)) = (rate(old), rate(new)) {
         let half = new.bytes_signal().and_then(|s| s.estimate).map_or(0.0, |e| (e.upper - e.lower) / 2.0);
@@ -760,7 +740,7 @@ pub fn compare(old: &RunReport, new: &RunReport, limits: CompareLimits) -> Compa
         regressions.push(format!("time per cycle {:.2} -> {:.2} ms", old.ms_per_cycle, new.ms_per_cycle));
     }
     Comparison {
-        verdicts: (old.verdict, new.verdict),
+        verdicts: (old.verdict.verdict, new.verdict.verdict),
         rates: (rate(old), rate(new)),
         ms_per_cycle: (old.ms_per_cycle, new.ms_per_cycle),
         regressions,
@@ -814,6 +794,36 @@ mod tests {
         };
         let handles = if c == 70 { [("Options".to_string(), 2)].into_iter().collect() } else { BTreeMap::new() };
         CycleSample::new(c, s, handles, c != 3)
+    }
+
+    #[test]
+    fn the_verdict_sits_at_the_top_of_the_json_and_reads_back() {
+        let samples: Vec<CycleSample> = (0..150).map(sample).collect();
+        let verdict =
+            analyze(&samples, Some(&samples[0].sample), Some(&samples[149].sample), &AnalysisConfig::default());
+        let settings = RunSettings { command: "check".to_string(), cycles: 150, ..RunSettings::default() };
+        let report = RunReport::new(
+            settings,
+            verdict.clone(),
+            CycleSummary::default(),
+            crate::Ledger::new().report(),
+            150,
+            3.0,
+            true,
+        );
+        let json = serde_json::to_value(&report).expect("serialize");
+        // The keys readers (`compare`, older reports' readers) look up, at the top level as before.
+        for key in ["schema_version", "verdict", "signals", "baseline_return", "cycles_run", "ledger", "settings"] {
+            assert!(json.get(key).is_some(), "{key} missing: {json}");
+        }
+        assert_eq!(json["verdict"], serde_json::to_value(verdict.verdict).expect("verdict"));
+        assert!(json.get("judged").is_none() && json["verdict"].is_string());
+        // Read back from the text as written, and from a map whose keys come in another order
+        // (serde_json's map is sorted by key): objects are read by key, so a report written before
+        // the verdict's fields were one struct, in another order, reads the same.
+        let text = serde_json::to_string(&report).expect("text");
+        assert_eq!(serde_json::from_str::<RunReport>(&text).expect("read back"), report);
+        assert_eq!(serde_json::from_value::<RunReport>(json).expect("read back sorted"), report);
     }
 
     #[test]

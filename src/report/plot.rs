@@ -166,7 +166,7 @@ pub fn plot_svgs(report: &RunReport, samples: &[CycleSample]) -> Vec<Plot> {
         out,
         r#"<text x="{MARGIN_L}" y="22" font-size="17">leakcheck {}: {} after {} cycles</text>"#,
         esc(&report.settings.command),
-        report.verdict,
+        report.verdict.verdict,
         report.cycles_run
     );
     let _ = writeln!(

@@ -294,13 +294,13 @@ pub struct RunOutcome {
 impl RunOutcome {
     /// The run's verdict.
     pub fn verdict(&self) -> Verdict {
-        self.report.verdict
+        self.report.verdict.verdict
     }
 
     /// The process exit code of the verdict: 0 clean, 1 leak, 3 inconclusive (2 is a usage
     /// or environment error, [`RunError`]).
     pub fn exit_code(&self) -> u8 {
-        exit_code(self.report.verdict)
+        exit_code(self.report.verdict.verdict)
     }
 
     /// The verdict table `leakcheck check` prints: header, cycles, one line per signal, leak
@@ -321,8 +321,8 @@ impl RunOutcome {
     /// When the verdict is leak or inconclusive.
     #[track_caller]
     pub fn assert_clean(&self) {
-        if self.report.verdict != Verdict::Clean {
-            panic!("leakcheck: the store is not clean ({})\n\n{}", self.report.verdict, self.table());
+        if self.report.verdict.verdict != Verdict::Clean {
+            panic!("leakcheck: the store is not clean ({})\n\n{}", self.report.verdict.verdict, self.table());
         }
     }
 }
@@ -616,7 +616,7 @@ impl Watch<'_> {
         let elapsed = self.started.elapsed().as_secs_f64();
         let r = RunReport::new(
             self.settings.clone(),
-            &interim,
+            interim,
             self.summary.clone(),
             self.ledger.report(),
             cycle,
@@ -630,8 +630,15 @@ impl Watch<'_> {
     fn finish(mut self, h: crate::harness::HarnessReport) -> Result<RunOutcome, RunError> {
         let elapsed = self.started.elapsed().as_secs_f64();
         // The observer saw every cycle's full record: its summary is the run's, soak or check.
-        let mut r =
-            RunReport::new(self.settings, &h.verdict, self.summary, h.ledger.clone(), h.cycles_run, elapsed, true);
+        let mut r = RunReport::new(
+            self.settings,
+            h.verdict.clone(),
+            self.summary,
+            h.ledger.clone(),
+            h.cycles_run,
+            elapsed,
+            true,
+        );
         r.interrupted = self.interrupted;
         if let Some(heap) = self.heap {
             let growth = heap.finish(h.cycles_run, heap::cache_fill(&h.samples))?;

@@ -46,8 +46,8 @@ pub(crate) fn table(r: &RunReport) -> String {
     let _ = writeln!(
         out,
         "\nverdict: {}{}",
-        r.verdict,
-        if r.verdict == Verdict::Inconclusive { " (run more cycles)" } else { "" }
+        r.verdict.verdict,
+        if r.verdict.verdict == Verdict::Inconclusive { " (run more cycles)" } else { "" }
     );
     out
 }
@@ -94,7 +94,7 @@ fn signal_rows(out: &mut String, r: &RunReport) {
         "{:<32} {:<10} {:<14} {:>12} {:>26}",
         "signal", "class", "verdict", "per cycle", "interval / residue"
     );
-    for e in &r.signals {
+    for e in &r.verdict.signals {
         let verdict = match (e.informational, e.growth_below_budget) {
             (true, _) => format!("({})", e.verdict),
             (false, true) => format!("{} (grows)", e.verdict),
@@ -128,10 +128,10 @@ fn signal_rows(out: &mut String, r: &RunReport) {
 }
 
 fn signal_notes(out: &mut String, r: &RunReport) {
-    if let Some(j) = r.judged_at_cycles {
+    if let Some(j) = r.verdict.judged_at_cycles {
         let _ = writeln!(out, "statistical verdicts as judged after {j} cycles (the last look so far)");
     }
-    if let Some(ro) = &r.rules_out {
+    if let Some(ro) = &r.verdict.rules_out {
         let growth = r.bytes_signal().and_then(|s| s.growth);
         let _ = writeln!(
             out,
@@ -162,10 +162,10 @@ fn signal_notes(out: &mut String, r: &RunReport) {
             );
         }
     }
-    if r.signals.iter().any(|e| e.growth_below_budget && !e.informational) {
+    if r.verdict.signals.iter().any(|e| e.growth_below_budget && !e.informational) {
         let _ = writeln!(out, "warning: \"clean (grows)\": growth below the budget at the last look, yet growth (the interval lies above zero)");
     }
-    for e in r.signals.iter().filter(|e| !e.informational) {
+    for e in r.verdict.signals.iter().filter(|e| !e.informational) {
         if let Some(ret) = e.retention {
             let _ = writeln!(
                 out,
@@ -177,7 +177,7 @@ fn signal_notes(out: &mut String, r: &RunReport) {
             );
         }
     }
-    for e in r.signals.iter().filter(|e| e.verdict == Verdict::Inconclusive && !e.informational) {
+    for e in r.verdict.signals.iter().filter(|e| e.verdict == Verdict::Inconclusive && !e.informational) {
         if let Some(n) = e.more_cycles_needed {
             let _ = writeln!(out, "{}: inconclusive, about {n} more cycles needed", e.signal);
         }
@@ -231,7 +231,7 @@ fn heap_section(out: &mut String, r: &RunReport) {
 }
 
 fn totals(out: &mut String, r: &RunReport) {
-    if let Some(rate) = &r.leak_rate {
+    if let Some(rate) = &r.verdict.leak_rate {
         let _ = writeln!(
             out,
             "\nleak rate ({}): {} per cycle, {} per store instance ({} instances per cycle)",
@@ -241,7 +241,7 @@ fn totals(out: &mut String, r: &RunReport) {
             rate.instances_per_cycle
         );
     }
-    if let Some(b) = &r.baseline_return {
+    if let Some(b) = &r.verdict.baseline_return {
         let _ = writeln!(
             out,
             "return to baseline: {} ({}, fds under dir {:+}, maps under dir {:+})",
@@ -255,7 +255,7 @@ fn totals(out: &mut String, r: &RunReport) {
             b.maps_under_dir_delta.unwrap_or(0)
         );
     }
-    if let Some(why) = &r.bytes_unavailable {
+    if let Some(why) = &r.verdict.bytes_unavailable {
         let _ = writeln!(out, "\nbyte signals unavailable, so the run cannot be called clean: {why}");
     }
 }

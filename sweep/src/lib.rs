@@ -243,7 +243,7 @@ pub fn run_path(path: &'static SweepPath) -> Result<PathOutcome, SweepError> {
     Ok(PathOutcome {
         path: path.name.to_string(),
         rocksdb: ROCKSDB_VERSION.to_string(),
-        verdict: r.verdict,
+        verdict: r.verdict.verdict,
         bytes_per_call,
         calls_per_cycle: path.calls_per_cycle,
         cycles: r.cycles_run,
