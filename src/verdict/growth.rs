@@ -381,9 +381,10 @@ struct Jumps {
     /// How far the one rise in the later part topped the high before it, when there is exactly
     /// one (it may be retention).
     single_rise: f64,
-    /// The cycle of the last rise anywhere in the judged part.
+    /// The cycle of the last rise anywhere in the judged part whose level is still kept at the
+    /// end (a bump that came back down is not retention).
     last_rise: Option<f64>,
-    /// The largest rise (cycle, by how much it topped the high before it).
+    /// The largest kept rise (cycle, by how much it topped the high before it).
     largest_rise: Option<(u64, f64)>,
 }
 
@@ -400,21 +401,31 @@ impl Jumps {
         // a staircase at every step.
         let (mut level, mut high) = (0.0f64, 0.0f64);
         let mut rises: Vec<(usize, f64)> = Vec::new();
+        let mut highs_before: Vec<f64> = Vec::new();
         for &(i, d) in &all {
             level += d;
             if level > high + threshold / 2.0 {
                 rises.push((i, level - high));
+                highs_before.push(high);
                 high = level;
             }
         }
+        // A rise is kept when the level still tops the high before it at the end; a bump that
+        // came back down kept nothing, so it is no retention waiting to be retired.
+        let kept: Vec<(usize, f64)> = rises
+            .iter()
+            .zip(&highs_before)
+            .filter(|(_, before)| level > **before + threshold / 2.0)
+            .map(|(r, _)| *r)
+            .collect();
         let later: Vec<(usize, f64)> = rises.iter().copied().filter(|(i, _)| x[*i] >= mid).collect();
         Jumps {
             in_later: all.iter().filter(|(i, _)| x[*i] >= mid).map(|(_, d)| d).sum(),
             rises_in_later: later.len() as u32,
             in_last_quarter: later.iter().filter(|(i, _)| x[*i] >= quarter).count() as u32,
             single_rise: if later.len() == 1 { later[0].1 } else { 0.0 },
-            last_rise: rises.last().map(|(i, _)| x[*i]),
-            largest_rise: rises.iter().max_by(|a, b| a.1.total_cmp(&b.1)).map(|(i, d)| (x[*i] as u64, *d)),
+            last_rise: kept.last().map(|(i, _)| x[*i]),
+            largest_rise: kept.iter().max_by(|a, b| a.1.total_cmp(&b.1)).map(|(i, d)| (x[*i] as u64, *d)),
             all,
         }
     }
@@ -609,6 +620,19 @@ mod tests {
         let v = judged(step(60), 200, false);
         assert_eq!(v.verdict, Verdict::Clean, "{v:?}");
         assert!(v.retention.is_some_and(|r| (60..=64).contains(&r.0)), "{v:?}");
+    }
+
+    #[test]
+    fn a_bump_that_came_back_down_is_not_retention_waiting_to_retire() {
+        // Up by 50 KB for 20 cycles, then back (a compaction's buffers, a burst of work): nothing
+        // was kept, so the level after it need not outlast three times the run before it
+        // (long-lived-db seed 7: a 7 KiB bump at cycle 320 of 800 left it inconclusive).
+        let bump = |c: u64| 1e6 + if (100..120).contains(&c) { 50_000.0 } else { 0.0 };
+        let v = judged(bump, 200, false);
+        assert_eq!((v.verdict, v.retention), (Verdict::Clean, None), "{v:?}");
+        // A rise that is kept still waits (one_jump_followed_by_level_data_is_retention).
+        let kept = |c: u64| 1e6 + if c >= 100 { 50_000.0 } else { 0.0 };
+        assert_eq!(judged(kept, 200, false).verdict, Verdict::Inconclusive);
     }
 
     #[test]
