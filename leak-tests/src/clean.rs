@@ -770,7 +770,7 @@ pub const CLEAN_CATALOG: [CleanStore; 9] = [
         plan: "open.db=3%,work.write=5%,work.scan=5%:panic,close.marker=10%",
         run: |dir, ledger, cfg| {
             let dir = dir.join("db");
-            std::fs::create_dir_all(&dir).map_err(|e| HarnessError::Setup(format!("{}: {e}", dir.display()).into()))?;
+            crate::create_store_dir(&dir)?;
             checked(&mut GrowingReopened { dir }, ledger, cfg)
         },
     },

@@ -40,6 +40,15 @@ pub mod recorded;
 pub mod reference;
 pub mod sensitivity;
 
+/// Creates a store's directory, or says which one could not be made (the I/O error kept as the
+/// source, under the directory's name).
+pub(crate) fn create_store_dir(dir: &std::path::Path) -> Result<(), leakcheck::harness::HarnessError> {
+    std::fs::create_dir_all(dir).map_err(|e| {
+        let named = std::io::Error::new(e.kind(), format!("{}: {e}", dir.display()));
+        leakcheck::harness::HarnessError::Setup(Box::new(named))
+    })
+}
+
 /// Locks a mutex, recovering from poisoning (a catalog run must report, not cascade panics).
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())

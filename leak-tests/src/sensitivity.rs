@@ -135,7 +135,7 @@ fn run<L: Lifecycle>(
 /// When the scenario's directory cannot be prepared or watched.
 pub fn detect_forgotten_handle(dir: &Path, max_cycles: u64) -> Result<Detection, HarnessError> {
     let start = Instant::now();
-    std::fs::create_dir_all(dir).map_err(|e| HarnessError::Setup(format!("{}: {e}", dir.display()).into()))?;
+    crate::create_store_dir(dir)?;
     let ledger = Ledger::with_depth(Depth::Counts);
     let mut store = PlantedMalloc::new(FreshDbLoop::new(dir, 100), 0, max_cycles).forgetting_options();
     let (found, slope, _) = run(&mut store, &ledger, max_cycles, warmup_of(Scenario::FreshDb), true)?;
@@ -189,7 +189,7 @@ fn run_scenario(
     cycles: u64,
     stop_at_leak: bool,
 ) -> Result<(Option<u64>, Option<f64>, Verdict), HarnessError> {
-    std::fs::create_dir_all(dir).map_err(|e| HarnessError::Setup(format!("{}: {e}", dir.display()).into()))?;
+    crate::create_store_dir(dir)?;
     let ledger = Ledger::with_depth(Depth::Counts);
     match scenario {
         Scenario::FreshDb => {

@@ -400,25 +400,20 @@ impl Jumps {
         // a level that goes up and down by whole steps (descriptors opened and closed) rises once,
         // a staircase at every step.
         let (mut level, mut high) = (0.0f64, 0.0f64);
-        let mut rises: Vec<(usize, f64)> = Vec::new();
-        let mut highs_before: Vec<f64> = Vec::new();
+        // Each rise with the high it topped.
+        let mut rises: Vec<(usize, f64, f64)> = Vec::new();
         for &(i, d) in &all {
             level += d;
             if level > high + threshold / 2.0 {
-                rises.push((i, level - high));
-                highs_before.push(high);
+                rises.push((i, level - high, high));
                 high = level;
             }
         }
         // A rise is kept when the level still tops the high before it at the end; a bump that
         // came back down kept nothing, so it is no retention waiting to be retired.
-        let kept: Vec<(usize, f64)> = rises
-            .iter()
-            .zip(&highs_before)
-            .filter(|(_, before)| level > **before + threshold / 2.0)
-            .map(|(r, _)| *r)
-            .collect();
-        let later: Vec<(usize, f64)> = rises.iter().copied().filter(|(i, _)| x[*i] >= mid).collect();
+        let kept: Vec<(usize, f64)> =
+            rises.iter().filter(|(_, _, before)| level > before + threshold / 2.0).map(|&(i, d, _)| (i, d)).collect();
+        let later: Vec<(usize, f64)> = rises.iter().filter(|(i, _, _)| x[*i] >= mid).map(|&(i, d, _)| (i, d)).collect();
         Jumps {
             in_later: all.iter().filter(|(i, _)| x[*i] >= mid).map(|(_, d)| d).sum(),
             rises_in_later: later.len() as u32,
