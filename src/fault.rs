@@ -275,6 +275,13 @@ fn mix64(mut z: u64) -> u64 {
     z ^ (z >> 31)
 }
 
+/// The next of a splitmix64 stream as a uniform draw in [0, 1): reproducible randomness for tests.
+#[cfg(test)]
+pub(crate) fn unit_random(state: &mut u64) -> f64 {
+    *state = state.wrapping_add(GOLDEN);
+    (mix64(*state) >> 11) as f64 / (1u64 << 53) as f64
+}
+
 struct FaultsInner {
     points: BTreeMap<String, PointState>,
     /// The cycle the code under test is in (keys scoped draws).

@@ -35,6 +35,10 @@ type Column<'a> = Box<dyn Fn(&Block) -> f64 + 'a>;
 /// One block of consecutive intervals, summed.
 #[derive(Debug, Clone, Default, PartialEq)]
 struct Block {
+    /// The sampled cycles it spans: from the sample after this cycle ...
+    from: u64,
+    /// ... to the one after this.
+    to: u64,
     change: f64,
     cycles: f64,
     /// Per point: firings in the block's cycles.
@@ -45,6 +49,9 @@ struct Block {
 
 impl Block {
     fn add(&mut self, other: &Block) {
+        // An empty block (the default an open block starts as) spans nothing yet.
+        self.from = if self.cycles == 0.0 { other.from } else { self.from.min(other.from) };
+        self.to = self.to.max(other.to);
         self.change += other.change;
         self.cycles += other.cycles;
         for (a, b) in [(&mut self.fired, &other.fired), (&mut self.transient, &other.transient)] {
@@ -129,7 +136,7 @@ impl Firings {
                 *self.count_intervals[i].entry(*f as u64).or_default() += 1;
                 self.total_fired[i] += f;
             }
-            self.push(Block { change: level - y0, cycles: (cycle - c0) as f64, fired, transient });
+            self.push(Block { from: c0, to: cycle, change: level - y0, cycles: (cycle - c0) as f64, fired, transient });
         }
         self.previous = Some((cycle, level, last));
     }
@@ -162,6 +169,24 @@ impl Firings {
     /// Total firings of each point over the judged intervals.
     pub(crate) fn totals(&self) -> impl Iterator<Item = (&str, f64)> {
         self.points.iter().map(String::as_str).zip(self.total_fired.iter().copied())
+    }
+
+    /// Firings of `point` in the cycles after `from` (a block that straddles it counted pro
+    /// rata): what a leak on its firings adds to growth measured from `from` on.
+    pub(crate) fn fired_after(&self, point: &str, from: u64) -> f64 {
+        let Some(i) = self.points.iter().position(|p| p == point) else {
+            return 0.0;
+        };
+        self.blocks
+            .iter()
+            .chain(self.open.as_ref().map(|(b, _)| b))
+            .filter(|b| b.to > from)
+            .map(|b| {
+                let fired = b.fired.get(i).copied().unwrap_or(0.0);
+                let inside = (b.to - from.max(b.from)) as f64 / (b.to - b.from).max(1) as f64;
+                fired * inside.min(1.0)
+            })
+            .sum()
     }
 
     /// Whether point `i` fired in enough intervals, and its count differed from its most common
@@ -316,15 +341,7 @@ fn invert(mut a: Vec<Vec<f64>>) -> Option<Vec<Vec<f64>>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// splitmix64, for reproducible firings.
-    fn rng(seed: &mut u64) -> f64 {
-        *seed = seed.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = *seed;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        ((z ^ (z >> 31)) >> 11) as f64 / (1u64 << 53) as f64
-    }
+    use crate::fault::unit_random as rng;
 
     /// `marker` fires in 10% of cycles and leaks 4 KiB on 40% of its firings; `flush` fires in
     /// 5% and holds 8 KiB until the next cycle only. Sampled every `every` cycles.
