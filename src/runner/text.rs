@@ -136,7 +136,7 @@ fn signal_notes(out: &mut String, r: &RunReport) {
         let _ = writeln!(
             out,
             "clean: rules out a continuing leak above {}/cycle ({} per store instance): {} grew {} over cycles {}-{}, \
-             against a budget of {} ({})",
+             against a budget of {} ({}){}",
             rate(ro.bytes_per_cycle),
             rate(ro.bytes_per_instance),
             ro.signal,
@@ -152,7 +152,8 @@ fn signal_notes(out: &mut String, r: &RunReport) {
             match ro.budget_from {
                 BudgetFrom::Total => "the total budget",
                 BudgetFrom::Tolerance => "the tolerance per cycle times the span",
-            }
+            },
+            ro.upper_alpha.map_or(String::new(), |a| format!(", at confidence {}", confidence(a)))
         );
         if ro.cache_rounding_bytes_per_cycle > 0.0 {
             let _ = writeln!(
@@ -279,5 +280,14 @@ fn ledger_section(out: &mut String, r: &RunReport) {
                 g.owner.as_deref().unwrap_or("-")
             );
         }
+    }
+}
+
+/// A confidence from its one-sided error rate: `95%`, or `1 - 8.7e-4` when the rate is small.
+fn confidence(alpha: f64) -> String {
+    if alpha >= 0.01 {
+        format!("{:.0}%", 100.0 * (1.0 - alpha))
+    } else {
+        format!("1 - {alpha:.1e}")
     }
 }

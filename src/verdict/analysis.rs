@@ -305,6 +305,7 @@ impl Analysis {
                 budget_bytes: g.budget,
                 budget_from: g.budget_from,
                 cache_rounding_bytes_per_cycle: hidden,
+                upper_alpha: g.upper_alpha,
             }
         });
         let baseline_return = match (&self.baseline, &self.last) {

@@ -18,7 +18,8 @@
 //!    that is evidenced but still under the budget makes the run look longer, so a steady leak
 //!    is found once its growth passes the budget and bounded growth is clean once it has stopped;
 //!    at the last look, an upper bound above the total budget but below the tolerance times the
-//!    span is clean too (what the verdict rules out is then larger, and said);
+//!    span is clean too (what the verdict rules out is then larger, and said), and the upper
+//!    bound is taken at [`LAST_LOOK_MISS_RATE`] rather than at the spent rate (below);
 //!    **inconclusive** otherwise, with the cycles a decision should take.
 //!
 //! The budget is `min(tolerance x span, total)`: over a short later half it is the per-cycle
@@ -66,6 +67,18 @@ const STILL_GROWING_SHARE: f64 = 0.25;
 const RHO_CAP: f64 = 0.9;
 /// The fewest degrees of freedom of the levels variance.
 const MIN_DF: f64 = 8.0;
+/// One-sided rate of the upper bound at the last look (each of the two estimates at half of it).
+///
+/// The rate a look spends ([`GrowthRule::alpha`]) bounds false leaks: it is shared over every
+/// signal and look of the run, so by the twentieth look it is about 1e-7, and on a store whose
+/// floors wander (a DB kept open: 8 degrees of freedom) its t quantile is 16 instead of 2.3. That
+/// rate guards the lower bound, which calls leaks. The upper bound calls clean: its error is a
+/// missed leak, not a false one, and before the last look a clean call stops a check, so it keeps
+/// the spent rate there (a leak is not let go early). At the last look no later look follows:
+/// the upper bound is taken at 5%, once per run, and what a clean verdict rules out holds at 95%
+/// ([`Growth::upper_alpha`]). Without it a clean store of that kind ends inconclusive whenever its
+/// interval at 1e-7 is wider than the tolerance over the span (long-lived-db: 3 seeds of 20).
+pub const LAST_LOOK_MISS_RATE: f64 = 0.05;
 /// The variance ratio (long-lag against one-step increments, 1 for a random walk, about `2 /
 /// lag` for independent noise) at and above which the floors are taken to wander like a walk.
 const WALK_RATIO: f64 = 0.2;
@@ -94,6 +107,10 @@ pub struct Growth {
     pub lower: f64,
     /// Its upper confidence bound.
     pub upper: f64,
+    /// The one-sided rate `upper` holds at: the rule's `alpha`, or [`LAST_LOOK_MISS_RATE`] at a
+    /// run's last look. Absent in reports written before it was recorded (then the rule's alpha).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upper_alpha: Option<f64>,
     /// The growth a clean run may show over it.
     pub budget: f64,
     /// Whether the budget is the tolerance times the span or the total.
@@ -253,7 +270,8 @@ impl<'a> Series<'a> {
         let outlier = JUMP_NOISE * robust_variance(&steps).sqrt();
         let small = Jumps::find(&self.x, &level, outlier, typical, self.mid, self.quarter);
         let smooth = small.levelled(&level);
-        let estimate = |from: f64, span: f64| self.estimate(&level, &smooth, &small, from, span);
+        let upper_alpha = if last_look { LAST_LOOK_MISS_RATE.max(self.rule.alpha) } else { self.rule.alpha };
+        let estimate = |from: f64, span: f64| self.estimate(&level, &smooth, &small, from, span, upper_alpha);
         let (Some(later), Some(last)) = (estimate(self.mid, span), estimate(self.quarter, self.t - self.quarter))
         else {
             return GrowthJudgement::undecided((self.t - self.w) as u64);
@@ -292,6 +310,7 @@ impl<'a> Series<'a> {
             growth,
             lower,
             upper,
+            upper_alpha: Some(upper_alpha),
             budget,
             budget_from,
             jumps: jumps.rises_in_later,
@@ -308,12 +327,21 @@ impl<'a> Series<'a> {
         }
     }
 
-    /// Growth from `from` over `span` cycles and its interval: of the two estimates, each at half
-    /// the rule's error rate, the narrower (see [`Series::judge`]).
-    fn estimate(&self, level: &[f64], smooth: &[f64], small: &Jumps, from: f64, span: f64) -> Option<(f64, f64, f64)> {
-        let alpha = self.rule.alpha / 2.0;
-        let raw = later_growth(&self.x, level, from, span, alpha, (0.0, 0.0));
-        let stepped = later_growth(&self.x, smooth, from, span, alpha, small.moments_from(&self.x, from));
+    /// Growth from `from` over `span` cycles and its interval: of the two estimates, each with
+    /// its lower bound at half the rule's error rate and its upper at half `upper_alpha`, the
+    /// narrower (see [`Series::judge`]).
+    fn estimate(
+        &self,
+        level: &[f64],
+        smooth: &[f64],
+        small: &Jumps,
+        from: f64,
+        span: f64,
+        upper_alpha: f64,
+    ) -> Option<(f64, f64, f64)> {
+        let rates = (self.rule.alpha / 2.0, upper_alpha / 2.0);
+        let raw = later_growth(&self.x, level, from, span, rates, (0.0, 0.0));
+        let stepped = later_growth(&self.x, smooth, from, span, rates, small.moments_from(&self.x, from));
         match (raw, stepped) {
             (Some(a), Some(b)) => Some(if b.2 - b.1 < a.2 - a.1 { b } else { a }),
             (a, b) => a.or(b),
@@ -451,13 +479,14 @@ impl Jumps {
 
 /// Growth over the floors `y` (every outlying step levelled) at or after `from`: a least-squares
 /// slope times `span`, plus the levelled steps there (`steps`, adding `step_variance` to the
-/// variance), with its bounds at one-sided `alpha` (module docs): `(growth, lower, upper)`.
+/// variance), with its lower and upper bounds at the one-sided rates `(lower, upper)` (module
+/// docs): `(growth, lower, upper)`.
 fn later_growth(
     x: &[f64],
     y: &[f64],
     from: f64,
     span: f64,
-    alpha: f64,
+    (lower_alpha, upper_alpha): (f64, f64),
     (steps, step_variance): (f64, f64),
 ) -> Option<(f64, f64, f64)> {
     // The noise is read from the last three quarters (and never from less than the later part).
@@ -482,9 +511,9 @@ fn later_growth(
     let levels = (rss / (n as f64 - 2.0) / line.sxx * inflation, (n as f64 / inflation - 2.0).max(MIN_DF));
     let walk = walk_variance(y, lx, &line, first);
     let (variance, df) = if levels.0 >= walk.0 { levels } else { walk };
-    let half = t_upper(alpha, df) * (variance.max(0.0) * span * span + step_variance).sqrt();
+    let sd = (variance.max(0.0) * span * span + step_variance).sqrt();
     let growth = growth + steps;
-    Some((growth, growth - half, growth + half))
+    Some((growth, growth - t_upper(lower_alpha, df) * sd, growth + t_upper(upper_alpha, df) * sd))
 }
 
 /// The sample variance (the jumps are levelled and transients dropped before it is taken).
@@ -557,7 +586,8 @@ fn walk_variance(y: &[f64], lx: &[f64], line: &Line, first: usize) -> (f64, f64)
 fn cycles_to_decide(g: &Growth, judged: f64) -> f64 {
     let s = g.cycles().max(1) as f64;
     let rate = g.growth / s;
-    let half = (g.upper - g.lower) / 2.0;
+    // Later looks judge at the spent rate: the lower bound's half-width.
+    let half = g.growth - g.lower;
     let total = g.budget.max(f64::MIN_POSITIVE);
     for k in 1..=64 {
         let f = 1.0 + k as f64 * 0.25;
@@ -661,5 +691,41 @@ mod tests {
     fn transients_do_not_count() {
         let spiky = |c: u64| 1e6 + if c.is_multiple_of(7) { 400_000.0 } else { 0.0 };
         assert_eq!(judged(spiky, 200, false).verdict, Verdict::Clean);
+    }
+
+    /// Floors that wander (an AR(1) level at rho 0.97, sd `sd`) over 800 cycles, plus `leak` B
+    /// a cycle, judged at the rate a check's 60th look spends.
+    fn wandering(sd: f64, leak: f64, last: bool) -> GrowthJudgement {
+        let mut state = 5;
+        let mut level = 0.0;
+        let values: Vec<(u64, f64)> = (20..800)
+            .map(|c| {
+                let shock = (crate::fault::unit_random(&mut state) - 0.5) * sd * 12f64.sqrt();
+                level = 0.97 * level + (1.0 - 0.97f64 * 0.97).sqrt() * shock;
+                (c, 1e6 + level + leak * c as f64)
+            })
+            .collect();
+        let rule = GrowthRule { alpha: 2.3e-7, ..RULE };
+        judge(&floors(values.into_iter()), &rule, Evidence::default(), last, &|_| 0.0)
+    }
+
+    /// At the last look the upper bound is taken at the miss rate, not at the spent rate: a
+    /// wandering clean store is clean, and says at what rate, while a leak above the tolerance
+    /// is still no clean store. Fails under the rule before (inconclusive at the last look).
+    #[test]
+    fn the_last_look_bounds_a_miss_at_its_own_rate() {
+        let v = wandering(2_000.0, 0.0, true);
+        let g = v.growth.expect("growth");
+        assert_eq!(v.verdict, Verdict::Clean, "{g:?}");
+        assert_eq!(g.upper_alpha, Some(LAST_LOOK_MISS_RATE));
+        // Before the last look the same floors are no clean store yet: later looks can narrow.
+        let early = wandering(2_000.0, 0.0, false);
+        assert_eq!(early.verdict, Verdict::Inconclusive, "{:?}", early.growth);
+        // The spent rate's upper bound was above the tolerance over the span.
+        let spent = early.growth.expect("growth");
+        assert!(spent.upper > RULE.tolerance_per_cycle * spent.cycles() as f64, "{spent:?}");
+        // A leak of twice the tolerance is not let go.
+        let v = wandering(2_000.0, 128.0, true);
+        assert_ne!(v.verdict, Verdict::Clean, "{:?}", v.growth);
     }
 }

@@ -366,6 +366,10 @@ pub struct RulesOut {
     /// cache fills a leak up to this size could hide in it; 0 once the caches are full.
     #[serde(default)]
     pub cache_rounding_bytes_per_cycle: f64,
+    /// The one-sided rate the bound holds at ([`Growth::upper_alpha`]): the chance that a leak of
+    /// `bytes_per_cycle` would have been called clean. Absent in reports written before it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upper_alpha: Option<f64>,
 }
 
 /// After the last close, what is left over against the pre-run baseline.
