@@ -103,8 +103,8 @@ fn panel(out: &mut String, top: f64, title: &str, series: &[Series], bytes: bool
             continue;
         }
         let mut d = String::new();
-        for (j, &(x, y)) in s.points.iter().enumerate() {
-            let _ = write!(d, "{}{:.1},{:.1} ", if j == 0 { "M" } else { "L" }, sx(x), sy(y));
+        for (j, (px, py)) in at_pixels(&s.points, &sx, &sy).into_iter().enumerate() {
+            let _ = write!(d, "{}{px:.1},{py:.1} ", if j == 0 { "M" } else { "L" });
         }
         let dash = if s.dashed { r#" stroke-dasharray="6,4""# } else { "" };
         let _ = writeln!(out, r#"<path d="{d}" fill="none" stroke="{color}" stroke-width="1.6"{dash}/>"#);
@@ -117,6 +117,51 @@ fn panel(out: &mut String, top: f64, title: &str, series: &[Series], bytes: bool
         );
         let _ = writeln!(out, r#"<text x="{}" y="{}" font-size="11">{}</text>"#, x1 + 38.0, ly + 4.0, esc(&s.name));
     }
+}
+
+/// A point on the canvas: x and y in pixels.
+type Pixel = (f64, f64);
+
+/// The points of a series in pixels, at most the lowest and the highest of each pixel column (in
+/// the order they came) and the last: the line looks the same, spikes included, and a plot redrawn through a
+/// soak costs the panel's width, not the samples kept.
+fn at_pixels(points: &[(f64, f64)], sx: &dyn Fn(f64) -> f64, sy: &dyn Fn(f64) -> f64) -> Vec<Pixel> {
+    let mut out = Vec::new();
+    // The current column, with its points of the smallest and the largest screen y.
+    let mut column: Option<(i64, Pixel, Pixel)> = None;
+    let flush = |out: &mut Vec<Pixel>, (_, a, b): (i64, Pixel, Pixel)| {
+        let (first, second) = if a.0 <= b.0 { (a, b) } else { (b, a) };
+        out.push(first);
+        if second != first {
+            out.push(second);
+        }
+    };
+    for &(x, y) in points {
+        let p = (sx(x), sy(y));
+        let c = p.0.floor() as i64;
+        column = match column {
+            Some((at, top, bottom)) if at == c => {
+                Some((at, if p.1 < top.1 { p } else { top }, if p.1 > bottom.1 { p } else { bottom }))
+            }
+            done => {
+                if let Some(done) = done {
+                    flush(&mut out, done);
+                }
+                Some((c, p, p))
+            }
+        };
+    }
+    if let Some(done) = column {
+        flush(&mut out, done);
+    }
+    // The line ends where the series does.
+    if let Some(&(x, y)) = points.last() {
+        let end = (sx(x), sy(y));
+        if out.last() != Some(&end) {
+            out.push(end);
+        }
+    }
+    out
 }
 
 fn series_of(samples: &[CycleSample], name: &str, f: impl Fn(&CycleSample) -> Option<f64>) -> Series {
@@ -221,4 +266,21 @@ pub fn plot_svgs(report: &RunReport, samples: &[CycleSample]) -> Vec<Plot> {
     panel(&mut out, 44.0 + 3.0 * PANEL_H, "open files, maps and threads", &os, false);
     out.push_str("</svg>\n");
     vec![Plot { file_name: "plot.svg".to_string(), svg: out }]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::at_pixels;
+
+    #[test]
+    fn a_line_keeps_each_columns_extremes_and_no_more() {
+        // 10,000 points over 100 pixels, a spike at one of them.
+        let points: Vec<(f64, f64)> =
+            (0..10_000).map(|i| (f64::from(i), if i == 5_050 { 1_000.0 } else { f64::from(i % 7) })).collect();
+        let px = at_pixels(&points, &|x| x / 100.0, &|y| -y);
+        assert!(px.len() <= 201, "{}", px.len());
+        assert!(px.iter().any(|p| p.1 == -1_000.0), "the spike is drawn");
+        assert!(px.windows(2).all(|w| w[0].0 <= w[1].0), "in the order they came");
+        assert_eq!((px[0].0, px[px.len() - 1].0), (0.0, 99.99), "first and last column");
+    }
 }
