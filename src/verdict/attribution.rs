@@ -33,14 +33,13 @@ const MAX_BLOCKS: usize = 512;
 type Column<'a> = Box<dyn Fn(&Block) -> f64 + 'a>;
 
 /// One block of consecutive intervals, summed.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 struct Block {
     /// The sampled cycles it spans: from the sample after this cycle ...
     from: u64,
     /// ... to the one after this.
     to: u64,
     change: f64,
-    cycles: f64,
     /// Per point: firings in the block's cycles.
     fired: Vec<f64>,
     /// Per point: firings in the cycle sampled at the block's end minus in the one at its start.
@@ -48,18 +47,21 @@ struct Block {
 }
 
 impl Block {
+    /// Appends the block that follows it.
     fn add(&mut self, other: &Block) {
-        // An empty block (the default an open block starts as) spans nothing yet.
-        self.from = if self.cycles == 0.0 { other.from } else { self.from.min(other.from) };
-        self.to = self.to.max(other.to);
+        self.to = other.to;
         self.change += other.change;
-        self.cycles += other.cycles;
         for (a, b) in [(&mut self.fired, &other.fired), (&mut self.transient, &other.transient)] {
             a.resize(a.len().max(b.len()), 0.0);
             for (x, y) in a.iter_mut().zip(b) {
                 *x += y;
             }
         }
+    }
+
+    /// The cycles it spans.
+    fn cycles(&self) -> f64 {
+        (self.to - self.from) as f64
     }
 }
 
@@ -136,15 +138,20 @@ impl Firings {
                 *self.count_intervals[i].entry(*f as u64).or_default() += 1;
                 self.total_fired[i] += f;
             }
-            self.push(Block { from: c0, to: cycle, change: level - y0, cycles: (cycle - c0) as f64, fired, transient });
+            self.push(Block { from: c0, to: cycle, change: level - y0, fired, transient });
         }
         self.previous = Some((cycle, level, last));
     }
 
     fn push(&mut self, b: Block) {
         let group = self.group.max(1);
-        let (mut open, n) = self.open.take().unwrap_or_default();
-        open.add(&b);
+        let (open, n) = match self.open.take() {
+            Some((mut open, n)) => {
+                open.add(&b);
+                (open, n)
+            }
+            None => (b, 0),
+        };
         if n + 1 < group {
             self.open = Some((open, n + 1));
             return;
@@ -171,15 +178,18 @@ impl Firings {
         self.points.iter().map(String::as_str).zip(self.total_fired.iter().copied())
     }
 
+    /// The closed blocks, then the open one.
+    fn all_blocks(&self) -> impl Iterator<Item = &Block> {
+        self.blocks.iter().chain(self.open.as_ref().map(|(b, _)| b))
+    }
+
     /// Firings of `point` in the cycles after `from` (a block that straddles it counted pro
     /// rata): what a leak on its firings adds to growth measured from `from` on.
     pub(crate) fn fired_after(&self, point: &str, from: u64) -> f64 {
         let Some(i) = self.points.iter().position(|p| p == point) else {
             return 0.0;
         };
-        self.blocks
-            .iter()
-            .chain(self.open.as_ref().map(|(b, _)| b))
+        self.all_blocks()
             .filter(|b| b.to > from)
             .map(|b| {
                 let fired = b.fired.get(i).copied().unwrap_or(0.0);
@@ -215,10 +225,10 @@ impl Firings {
         if judged.is_empty() {
             return Vec::new();
         }
-        let blocks: Vec<&Block> = self.blocks.iter().chain(self.open.as_ref().map(|(b, _)| b)).collect();
+        let blocks: Vec<&Block> = self.all_blocks().collect();
         // Columns: cycles, then fired and transient of each judged point (a transient column that
         // never varies is left out: with a sample every cycle and rare firings it can be).
-        let mut columns: Vec<Column<'_>> = vec![Box::new(|b: &Block| b.cycles)];
+        let mut columns: Vec<Column<'_>> = vec![Box::new(Block::cycles)];
         let mut persistent_col = Vec::new();
         for &i in &judged {
             persistent_col.push(columns.len());
