@@ -58,6 +58,98 @@ fn options_like_kinds() {
     check_kind(&ledger, HandleKind::ColumnFamilyDescriptor, || {
         (TrackedCfDescriptor::new("cf", TrackedOptions::new(&ledger)), line!())
     });
+    check_kind(&ledger, HandleKind::TransactionDbOptions, || (TrackedTransactionDbOptions::new(&ledger), line!()));
+    check_kind(&ledger, HandleKind::TransactionOptions, || (TrackedTransactionOptions::new(&ledger), line!()));
+    check_kind(&ledger, HandleKind::RestoreOptions, || (TrackedRestoreOptions::new(&ledger), line!()));
+    let dir = tempfile::tempdir().expect("tempdir");
+    check_kind(&ledger, HandleKind::BackupEngineOptions, || {
+        (TrackedBackupEngineOptions::new(&ledger, dir.path()).expect("backup options"), line!())
+    });
+}
+
+#[test]
+fn transaction_db_and_transaction_borrowing_kinds() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ledger = Ledger::new();
+    let o = opts(&ledger);
+    let txn_opts = TrackedTransactionDbOptions::new(&ledger);
+    check_kind(&ledger, HandleKind::TransactionDb, || {
+        let n = ledger.report().kinds.get("TransactionDB").map_or(0, |c| c.created);
+        let path = dir.path().join(format!("txn{n}"));
+        (TrackedTransactionDb::<SingleThreaded>::open(&o, &txn_opts, path).expect("open"), line!())
+    });
+    let db = TrackedTransactionDb::<SingleThreaded>::open(&o, &txn_opts, dir.path().join("main")).expect("open");
+    db.put(b"k", b"v").expect("put");
+    check_kind(&ledger, HandleKind::Transaction, || (db.transaction(), line!()));
+    let (w, t) = (TrackedWriteOptions::new(&ledger), TrackedTransactionOptions::new(&ledger));
+    check_kind(&ledger, HandleKind::Transaction, || (db.transaction_opt(&w, &t), line!()));
+    check_kind(&ledger, HandleKind::Iterator, || (db.iterator(IteratorMode::Start), line!()));
+    check_kind(&ledger, HandleKind::RawIterator, || (db.raw_iterator(), line!()));
+    check_kind(&ledger, HandleKind::Snapshot, || (db.snapshot(), line!()));
+    check_kind(&ledger, HandleKind::Checkpoint, || {
+        (TrackedTransactionDbCheckpoint::new(&db).expect("checkpoint"), line!())
+    });
+    let txn = db.transaction();
+    txn.put(b"t", b"1").expect("put in transaction");
+    check_kind(&ledger, HandleKind::Iterator, || (txn.iterator(IteratorMode::Start), line!()));
+    check_kind(&ledger, HandleKind::RawIterator, || (txn.raw_iterator(), line!()));
+    check_kind(&ledger, HandleKind::Snapshot, || (txn.snapshot(), line!()));
+    // A transaction sees its own write; the DB sees it once committed.
+    let seen: Vec<_> = txn.iterator(IteratorMode::Start).collect::<Result<_, _>>().expect("iterate");
+    assert_eq!(seen.len(), 2);
+    assert_eq!(db.get(b"t").expect("get"), None);
+    txn.commit().expect("commit");
+    assert_eq!(db.get(b"t").expect("get").as_deref(), Some(&b"1"[..]));
+    // A multi-threaded transaction DB's column family references are handles of their own.
+    let cfs = vec![TrackedCfDescriptor::new("offsets", opts(&ledger))];
+    let mt = TrackedTransactionDb::<MultiThreaded>::open_cf_descriptors(&o, &txn_opts, dir.path().join("mt"), cfs)
+        .expect("open");
+    check_kind(&ledger, HandleKind::BoundColumnFamily, || (mt.cf_handle("offsets").expect("cf"), line!()));
+    assert!(mt.cf_handle("missing").is_none());
+}
+
+#[test]
+fn a_transaction_db_its_transactions_and_a_backup_release_everything() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ledger = Ledger::new();
+    {
+        let o = opts(&ledger);
+        let txn_opts = TrackedTransactionDbOptions::new(&ledger);
+        let cfs = vec![TrackedCfDescriptor::new("offsets", opts(&ledger))];
+        let db = TrackedTransactionDb::<SingleThreaded>::open_cf_descriptors(&o, &txn_opts, dir.path().join("t"), cfs)
+            .expect("open");
+        // offsets and the implicit default.
+        assert_eq!(ledger.live(HandleKind::ColumnFamily), 2);
+        let txn = db.transaction();
+        assert_eq!(ledger.live(HandleKind::Transaction), 1);
+        // The transaction holds its DB.
+        let report = ledger.report();
+        let group = report.retained.iter().find(|g| g.kind == HandleKind::Transaction).expect("live transaction");
+        assert!(group.holds.iter().any(|h| h.starts_with("TransactionDB")), "{report}");
+        txn.put(b"a", b"1").expect("put");
+        drop(txn); // rolled back, released
+        assert_eq!(ledger.live(HandleKind::Transaction), 0);
+        assert_eq!(db.get(b"a").expect("get"), None);
+        db.close().into_result().expect("close");
+
+        let plain = TrackedDb::<SingleThreaded>::open(&o, dir.path().join("plain")).expect("open");
+        plain.put(b"b", b"2").expect("put");
+        let env = TrackedEnv::new(&ledger).expect("env");
+        let backup_opts = TrackedBackupEngineOptions::new(&ledger, dir.path().join("backups")).expect("options");
+        let mut engine = TrackedBackupEngine::open(&backup_opts, &env).expect("engine");
+        drop(env); // the engine keeps it
+        assert_eq!(ledger.live(HandleKind::Env), 1);
+        engine.create_new_backup_flush(&*plain, true).expect("backup");
+        plain.close().into_result().expect("close");
+        let restore = TrackedRestoreOptions::new(&ledger);
+        let to = dir.path().join("restored");
+        engine.restore_from_latest_backup(&to, &to, &restore).expect("restore");
+        drop(engine);
+        let back = TrackedDb::<SingleThreaded>::open(&o, &to).expect("open restored");
+        assert_eq!(back.get(b"b").expect("get").as_deref(), Some(&b"2"[..]));
+        back.close().into_result().expect("close");
+    }
+    assert_no_leaks!(ledger);
 }
 
 #[test]

@@ -66,6 +66,16 @@ same_auto_traits!(
 );
 same_auto_traits!(TrackedCheckpoint<'static>, rocksdb::checkpoint::Checkpoint<'static>);
 same_auto_traits!(TrackedSstFileWriter<'static>, rocksdb::SstFileWriter<'static>);
+type TxnDb = rocksdb::TransactionDB<SingleThreaded>;
+same_auto_traits!(TrackedTransactionDb<SingleThreaded>, TxnDb);
+same_auto_traits!(TrackedTransactionDb<MultiThreaded>, rocksdb::TransactionDB<MultiThreaded>);
+same_auto_traits!(TrackedTransaction<'static, TxnDb>, rocksdb::Transaction<'static, TxnDb>);
+same_auto_traits!(TrackedTransactionDbOptions, rocksdb::TransactionDBOptions);
+same_auto_traits!(TrackedTransactionOptions, rocksdb::TransactionOptions);
+same_auto_traits!(TrackedTransactionDbCheckpoint<'static>, rocksdb::checkpoint::TransactionDBCheckpoint<'static>);
+same_auto_traits!(TrackedBackupEngine, rocksdb::backup::BackupEngine);
+same_auto_traits!(TrackedBackupEngineOptions, rocksdb::backup::BackupEngineOptions);
+same_auto_traits!(TrackedRestoreOptions, rocksdb::backup::RestoreOptions);
 
 #[test]
 fn auto_traits_match_the_wrapped_types() {

@@ -44,13 +44,27 @@ pub enum HandleKind {
     Checkpoint,
     /// An SST file writer.
     SstFileWriter,
+    /// An open transaction database (`rocksdb_transactiondb_t`).
+    TransactionDb,
+    /// A transaction (`rocksdb_transaction_t`): it pins a snapshot and holds its keys' locks.
+    Transaction,
+    /// `TransactionDBOptions`.
+    TransactionDbOptions,
+    /// `TransactionOptions`.
+    TransactionOptions,
+    /// A backup engine (`rocksdb_backup_engine_t`): it keeps an environment and open files.
+    BackupEngine,
+    /// `BackupEngineOptions`.
+    BackupEngineOptions,
+    /// `RestoreOptions`.
+    RestoreOptions,
     /// A handle of a kind the built-ins do not cover, named by the user.
     Other(&'static str),
 }
 
 impl HandleKind {
     /// Every built-in kind, in a stable order.
-    pub const BUILTIN: [HandleKind; 17] = [
+    pub const BUILTIN: [HandleKind; 24] = [
         HandleKind::Db,
         HandleKind::ColumnFamily,
         HandleKind::BoundColumnFamily,
@@ -68,6 +82,13 @@ impl HandleKind {
         HandleKind::Snapshot,
         HandleKind::Checkpoint,
         HandleKind::SstFileWriter,
+        HandleKind::TransactionDb,
+        HandleKind::Transaction,
+        HandleKind::TransactionDbOptions,
+        HandleKind::TransactionOptions,
+        HandleKind::BackupEngine,
+        HandleKind::BackupEngineOptions,
+        HandleKind::RestoreOptions,
     ];
 
     /// The kind's name as reports print it.
@@ -90,6 +111,13 @@ impl HandleKind {
             HandleKind::Snapshot => "Snapshot",
             HandleKind::Checkpoint => "Checkpoint",
             HandleKind::SstFileWriter => "SstFileWriter",
+            HandleKind::TransactionDb => "TransactionDB",
+            HandleKind::Transaction => "Transaction",
+            HandleKind::TransactionDbOptions => "TransactionDBOptions",
+            HandleKind::TransactionOptions => "TransactionOptions",
+            HandleKind::BackupEngine => "BackupEngine",
+            HandleKind::BackupEngineOptions => "BackupEngineOptions",
+            HandleKind::RestoreOptions => "RestoreOptions",
             HandleKind::Other(name) => name,
         }
     }
@@ -119,6 +147,13 @@ impl HandleKind {
             HandleKind::Snapshot => 14,
             HandleKind::Checkpoint => 15,
             HandleKind::SstFileWriter => 16,
+            HandleKind::TransactionDb => 17,
+            HandleKind::Transaction => 18,
+            HandleKind::TransactionDbOptions => 19,
+            HandleKind::TransactionOptions => 20,
+            HandleKind::BackupEngine => 21,
+            HandleKind::BackupEngineOptions => 22,
+            HandleKind::RestoreOptions => 23,
             HandleKind::Other(_) => return None,
         })
     }

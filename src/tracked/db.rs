@@ -7,13 +7,12 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rocksdb::{
-    AsColumnFamilyRef, BoundColumnFamily, ColumnFamilyDescriptor, DBWithThreadMode, IteratorMode, MultiThreaded,
-    SingleThreaded, ThreadMode, DEFAULT_COLUMN_FAMILY_NAME,
+    AsColumnFamilyRef, BoundColumnFamily, ColumnFamilyDescriptor, DBWithThreadMode, MultiThreaded, SingleThreaded,
+    ThreadMode, DEFAULT_COLUMN_FAMILY_NAME,
 };
 
-use super::iter::{TrackedIterator, TrackedRawIterator, TrackedSnapshot};
 use super::options::OptionHolds;
-use super::{TrackedOptions, TrackedReadOptions, TrackedWriteBatch};
+use super::{TrackedOptions, TrackedWriteBatch};
 use crate::ledger::lock;
 use crate::{CloseResult, HandleKind, Hold, Ledger, Token};
 
@@ -44,8 +43,8 @@ impl TrackedCfDescriptor {
 }
 
 /// A native column family handle owned by a DB, with what its options keep alive.
-struct CfSlot {
-    token: Token,
+pub(super) struct CfSlot {
+    pub(super) token: Token,
     _holds: OptionHolds,
 }
 
@@ -215,22 +214,8 @@ impl<T: ThreadMode> TrackedDb<T> {
         read_only: bool,
         site: &'static Location<'static>,
     ) -> Self {
-        let ledger = opts.token.ledger();
-        let token = ledger.register_at(HandleKind::Db, site);
-        let mut holds = vec![opts.holds.rehold(&token)];
-        let mut cfs = BTreeMap::new();
-        let with_cfs = !kept.is_empty();
-        for consumed in kept {
-            // rust-rocksdb's DB keeps every descriptor's `outlive` bundle until it drops.
-            holds.push(consumed.holds.rehold(&token));
-            let cf = ledger.register_at(HandleKind::ColumnFamily, site);
-            cfs.insert(consumed.name, CfSlot { token: cf, _holds: OptionHolds::default() });
-        }
-        if with_cfs && !cfs.contains_key(DEFAULT_COLUMN_FAMILY_NAME) {
-            // rust-rocksdb adds the default column family, with default options, when missing.
-            let cf = ledger.register_at(HandleKind::ColumnFamily, site);
-            cfs.insert(DEFAULT_COLUMN_FAMILY_NAME.to_string(), CfSlot { token: cf, _holds: OptionHolds::default() });
-        }
+        let token = opts.token.ledger().register_at(HandleKind::Db, site);
+        let (holds, cfs) = register_cfs(opts, &token, kept, site);
         TrackedDb { inner, cfs: Mutex::new(cfs), _holds: holds, read_only, token }
     }
 
@@ -292,117 +277,7 @@ impl<T: ThreadMode> TrackedDb<T> {
         self.ledger().register_at(kind, Location::caller())
     }
 
-    /// A tracked iterator over the default column family.
-    #[track_caller]
-    pub fn iterator<'a: 'b, 'b>(&'a self, mode: IteratorMode) -> TrackedIterator<'b, Db<T>> {
-        TrackedIterator::new(self.inner.iterator(mode), None, self.iter_token(HandleKind::Iterator))
-    }
-
-    /// A tracked iterator with read options; the iterator owns them.
-    #[track_caller]
-    pub fn iterator_opt<'a: 'b, 'b>(
-        &'a self,
-        mode: IteratorMode,
-        readopts: TrackedReadOptions,
-    ) -> TrackedIterator<'b, Db<T>> {
-        let token = self.iter_token(HandleKind::Iterator);
-        let TrackedReadOptions { inner, token: ro } = readopts;
-        TrackedIterator::new(self.inner.iterator_opt(mode, inner), Some(ro), token)
-    }
-
-    /// A tracked iterator over a column family.
-    #[track_caller]
-    pub fn iterator_cf<'a: 'b, 'b>(
-        &'a self,
-        cf: &impl AsColumnFamilyRef,
-        mode: IteratorMode,
-    ) -> TrackedIterator<'b, Db<T>> {
-        TrackedIterator::new(self.inner.iterator_cf(cf, mode), None, self.iter_token(HandleKind::Iterator))
-    }
-
-    /// A tracked iterator over a column family with read options; the iterator owns them.
-    #[track_caller]
-    pub fn iterator_cf_opt<'a: 'b, 'b>(
-        &'a self,
-        cf: &impl AsColumnFamilyRef,
-        readopts: TrackedReadOptions,
-        mode: IteratorMode,
-    ) -> TrackedIterator<'b, Db<T>> {
-        let token = self.iter_token(HandleKind::Iterator);
-        let TrackedReadOptions { inner, token: ro } = readopts;
-        TrackedIterator::new(self.inner.iterator_cf_opt(cf, inner, mode), Some(ro), token)
-    }
-
-    /// A tracked total-order iterator.
-    #[track_caller]
-    pub fn full_iterator<'a: 'b, 'b>(&'a self, mode: IteratorMode) -> TrackedIterator<'b, Db<T>> {
-        TrackedIterator::new(self.inner.full_iterator(mode), None, self.iter_token(HandleKind::Iterator))
-    }
-
-    /// A tracked iterator over a whole column family (total order seek, whatever the prefix
-    /// extractor).
-    #[track_caller]
-    pub fn full_iterator_cf<'a: 'b, 'b>(
-        &'a self,
-        cf: &impl AsColumnFamilyRef,
-        mode: IteratorMode,
-    ) -> TrackedIterator<'b, Db<T>> {
-        TrackedIterator::new(self.inner.full_iterator_cf(cf, mode), None, self.iter_token(HandleKind::Iterator))
-    }
-
-    /// A tracked prefix iterator.
-    #[track_caller]
-    pub fn prefix_iterator<'a: 'b, 'b, P: AsRef<[u8]>>(&'a self, prefix: P) -> TrackedIterator<'b, Db<T>> {
-        TrackedIterator::new(self.inner.prefix_iterator(prefix), None, self.iter_token(HandleKind::Iterator))
-    }
-
-    /// A tracked prefix iterator over a column family.
-    #[track_caller]
-    pub fn prefix_iterator_cf<'a, P: AsRef<[u8]>>(
-        &'a self,
-        cf: &impl AsColumnFamilyRef,
-        prefix: P,
-    ) -> TrackedIterator<'a, Db<T>> {
-        TrackedIterator::new(self.inner.prefix_iterator_cf(cf, prefix), None, self.iter_token(HandleKind::Iterator))
-    }
-
-    /// A tracked raw iterator.
-    #[track_caller]
-    pub fn raw_iterator<'a: 'b, 'b>(&'a self) -> TrackedRawIterator<'b, Db<T>> {
-        TrackedRawIterator::new(self.inner.raw_iterator(), None, self.iter_token(HandleKind::RawIterator))
-    }
-
-    /// A tracked raw iterator over a column family.
-    #[track_caller]
-    pub fn raw_iterator_cf<'a: 'b, 'b>(&'a self, cf: &impl AsColumnFamilyRef) -> TrackedRawIterator<'b, Db<T>> {
-        TrackedRawIterator::new(self.inner.raw_iterator_cf(cf), None, self.iter_token(HandleKind::RawIterator))
-    }
-
-    /// A tracked raw iterator with read options; the iterator owns them.
-    #[track_caller]
-    pub fn raw_iterator_opt<'a: 'b, 'b>(&'a self, readopts: TrackedReadOptions) -> TrackedRawIterator<'b, Db<T>> {
-        let token = self.iter_token(HandleKind::RawIterator);
-        let TrackedReadOptions { inner, token: ro } = readopts;
-        TrackedRawIterator::new(self.inner.raw_iterator_opt(inner), Some(ro), token)
-    }
-
-    /// A tracked raw iterator over a column family with read options; the iterator owns them.
-    #[track_caller]
-    pub fn raw_iterator_cf_opt<'a: 'b, 'b>(
-        &'a self,
-        cf: &impl AsColumnFamilyRef,
-        readopts: TrackedReadOptions,
-    ) -> TrackedRawIterator<'b, Db<T>> {
-        let token = self.iter_token(HandleKind::RawIterator);
-        let TrackedReadOptions { inner, token: ro } = readopts;
-        TrackedRawIterator::new(self.inner.raw_iterator_cf_opt(cf, inner), Some(ro), token)
-    }
-
-    /// A tracked snapshot.
-    #[track_caller]
-    pub fn snapshot(&self) -> TrackedSnapshot<'_, Db<T>> {
-        TrackedSnapshot::new(self.inner.snapshot(), self.iter_token(HandleKind::Snapshot))
-    }
+    super::iter::tracked_reads!(Db<T>);
 
     /// Writes a batch, consuming it.
     ///
@@ -430,13 +305,40 @@ impl<T: ThreadMode> TrackedDb<T> {
 /// What a consumed descriptor leaves behind until the open is over: its name, what its options
 /// kept alive, and the tokens of the descriptor and its options (the native options are destroyed
 /// by rust-rocksdb after the open, successful or not).
-struct Consumed {
+pub(super) struct Consumed {
     name: String,
     holds: OptionHolds,
     _tokens: (Token, Token),
 }
 
-fn split_descriptors(
+/// What a DB just opened with `opts` and the consumed descriptors `kept` (registered as `owner`)
+/// keeps: the holds its options and every descriptor's options had (rust-rocksdb's DB keeps each
+/// `outlive` bundle until it drops), and a column family handle per descriptor, the default one
+/// added when missing (rust-rocksdb adds it, with default options). The descriptors' own tokens
+/// are released here: the open is over.
+pub(super) fn register_cfs(
+    opts: &TrackedOptions,
+    owner: &Token,
+    kept: Vec<Consumed>,
+    site: &'static Location<'static>,
+) -> (Vec<OptionHolds>, BTreeMap<String, CfSlot>) {
+    let ledger = owner.ledger();
+    let mut holds = vec![opts.holds.rehold(owner)];
+    let mut cfs = BTreeMap::new();
+    let with_cfs = !kept.is_empty();
+    for consumed in kept {
+        holds.push(consumed.holds.rehold(owner));
+        let cf = ledger.register_at(HandleKind::ColumnFamily, site);
+        cfs.insert(consumed.name, CfSlot { token: cf, _holds: OptionHolds::default() });
+    }
+    if with_cfs && !cfs.contains_key(DEFAULT_COLUMN_FAMILY_NAME) {
+        let cf = ledger.register_at(HandleKind::ColumnFamily, site);
+        cfs.insert(DEFAULT_COLUMN_FAMILY_NAME.to_string(), CfSlot { token: cf, _holds: OptionHolds::default() });
+    }
+    (holds, cfs)
+}
+
+pub(super) fn split_descriptors(
     cfs: impl IntoIterator<Item = TrackedCfDescriptor>,
 ) -> (Vec<ColumnFamilyDescriptor>, Vec<Consumed>) {
     cfs.into_iter()
@@ -502,11 +404,8 @@ impl TrackedDb<MultiThreaded> {
     /// registers a `BoundColumnFamily` handle that keeps the native column family handle alive.
     #[track_caller]
     pub fn cf_handle(&self, name: &str) -> Option<TrackedBoundCf<'_>> {
-        let site = Location::caller();
         let bound = self.inner.cf_handle(name)?;
-        let token = self.ledger().register_at(HandleKind::BoundColumnFamily, site);
-        let hold = lock(&self.cfs).get(name).map(|slot| slot.token.held_by(&token));
-        Some(TrackedBoundCf(Arc::new(BoundInner { bound, _hold: hold, token })))
+        Some(TrackedBoundCf::new(bound, lock(&self.cfs).get(name), self.ledger(), Location::caller()))
     }
 }
 
@@ -523,6 +422,18 @@ struct BoundInner<'a> {
 pub struct TrackedBoundCf<'a>(Arc<BoundInner<'a>>);
 
 impl<'a> TrackedBoundCf<'a> {
+    /// A tracked reference registered at `site`, holding the column family handle of `slot`.
+    pub(super) fn new(
+        bound: Arc<BoundColumnFamily<'a>>,
+        slot: Option<&CfSlot>,
+        ledger: &Ledger,
+        site: &'static Location<'static>,
+    ) -> Self {
+        let token = ledger.register_at(HandleKind::BoundColumnFamily, site);
+        let hold = slot.map(|slot| slot.token.held_by(&token));
+        TrackedBoundCf(Arc::new(BoundInner { bound, _hold: hold, token }))
+    }
+
     /// The reference's token.
     pub fn token(&self) -> &Token {
         &self.0.token

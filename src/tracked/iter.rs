@@ -194,3 +194,172 @@ impl<D: DBAccess> std::fmt::Debug for TrackedSnapshot<'_, D> {
         f.debug_struct("TrackedSnapshot").field("token", &self.token).finish_non_exhaustive()
     }
 }
+
+/// The tracked versions of a readable handle's iterator and snapshot methods, for the `impl` of a
+/// wrapper whose field `inner` is a rust-rocksdb `$access` (a DB, a transaction DB, a
+/// transaction) and which has `fn iter_token(&self, HandleKind) -> Token` (`#[track_caller]`).
+/// rust-rocksdb gives each of these types the same thirteen methods, each creating a native
+/// handle; the wrapper shadows every one.
+macro_rules! tracked_reads {
+    ($access:ty) => {
+        /// A tracked iterator over the default column family.
+        #[track_caller]
+        pub fn iterator<'a: 'b, 'b>(
+            &'a self,
+            mode: rocksdb::IteratorMode,
+        ) -> $crate::tracked::TrackedIterator<'b, $access> {
+            $crate::tracked::TrackedIterator::new(
+                self.inner.iterator(mode),
+                None,
+                self.iter_token($crate::HandleKind::Iterator),
+            )
+        }
+
+        /// A tracked iterator with read options; the iterator owns them.
+        #[track_caller]
+        pub fn iterator_opt<'a: 'b, 'b>(
+            &'a self,
+            mode: rocksdb::IteratorMode,
+            readopts: $crate::tracked::TrackedReadOptions,
+        ) -> $crate::tracked::TrackedIterator<'b, $access> {
+            let token = self.iter_token($crate::HandleKind::Iterator);
+            let $crate::tracked::TrackedReadOptions { inner, token: ro } = readopts;
+            $crate::tracked::TrackedIterator::new(self.inner.iterator_opt(mode, inner), Some(ro), token)
+        }
+
+        /// A tracked iterator over a column family.
+        #[track_caller]
+        pub fn iterator_cf<'a: 'b, 'b>(
+            &'a self,
+            cf: &impl rocksdb::AsColumnFamilyRef,
+            mode: rocksdb::IteratorMode,
+        ) -> $crate::tracked::TrackedIterator<'b, $access> {
+            $crate::tracked::TrackedIterator::new(
+                self.inner.iterator_cf(cf, mode),
+                None,
+                self.iter_token($crate::HandleKind::Iterator),
+            )
+        }
+
+        /// A tracked iterator over a column family with read options; the iterator owns them.
+        #[track_caller]
+        pub fn iterator_cf_opt<'a: 'b, 'b>(
+            &'a self,
+            cf: &impl rocksdb::AsColumnFamilyRef,
+            readopts: $crate::tracked::TrackedReadOptions,
+            mode: rocksdb::IteratorMode,
+        ) -> $crate::tracked::TrackedIterator<'b, $access> {
+            let token = self.iter_token($crate::HandleKind::Iterator);
+            let $crate::tracked::TrackedReadOptions { inner, token: ro } = readopts;
+            $crate::tracked::TrackedIterator::new(self.inner.iterator_cf_opt(cf, inner, mode), Some(ro), token)
+        }
+
+        /// A tracked total-order iterator.
+        #[track_caller]
+        pub fn full_iterator<'a: 'b, 'b>(
+            &'a self,
+            mode: rocksdb::IteratorMode,
+        ) -> $crate::tracked::TrackedIterator<'b, $access> {
+            $crate::tracked::TrackedIterator::new(
+                self.inner.full_iterator(mode),
+                None,
+                self.iter_token($crate::HandleKind::Iterator),
+            )
+        }
+
+        /// A tracked iterator over a whole column family (total order seek, whatever the prefix
+        /// extractor).
+        #[track_caller]
+        pub fn full_iterator_cf<'a: 'b, 'b>(
+            &'a self,
+            cf: &impl rocksdb::AsColumnFamilyRef,
+            mode: rocksdb::IteratorMode,
+        ) -> $crate::tracked::TrackedIterator<'b, $access> {
+            $crate::tracked::TrackedIterator::new(
+                self.inner.full_iterator_cf(cf, mode),
+                None,
+                self.iter_token($crate::HandleKind::Iterator),
+            )
+        }
+
+        /// A tracked prefix iterator.
+        #[track_caller]
+        pub fn prefix_iterator<'a: 'b, 'b, P: AsRef<[u8]>>(
+            &'a self,
+            prefix: P,
+        ) -> $crate::tracked::TrackedIterator<'b, $access> {
+            $crate::tracked::TrackedIterator::new(
+                self.inner.prefix_iterator(prefix),
+                None,
+                self.iter_token($crate::HandleKind::Iterator),
+            )
+        }
+
+        /// A tracked prefix iterator over a column family.
+        #[track_caller]
+        pub fn prefix_iterator_cf<'a, P: AsRef<[u8]>>(
+            &'a self,
+            cf: &impl rocksdb::AsColumnFamilyRef,
+            prefix: P,
+        ) -> $crate::tracked::TrackedIterator<'a, $access> {
+            $crate::tracked::TrackedIterator::new(
+                self.inner.prefix_iterator_cf(cf, prefix),
+                None,
+                self.iter_token($crate::HandleKind::Iterator),
+            )
+        }
+
+        /// A tracked raw iterator.
+        #[track_caller]
+        pub fn raw_iterator<'a: 'b, 'b>(&'a self) -> $crate::tracked::TrackedRawIterator<'b, $access> {
+            $crate::tracked::TrackedRawIterator::new(
+                self.inner.raw_iterator(),
+                None,
+                self.iter_token($crate::HandleKind::RawIterator),
+            )
+        }
+
+        /// A tracked raw iterator over a column family.
+        #[track_caller]
+        pub fn raw_iterator_cf<'a: 'b, 'b>(
+            &'a self,
+            cf: &impl rocksdb::AsColumnFamilyRef,
+        ) -> $crate::tracked::TrackedRawIterator<'b, $access> {
+            $crate::tracked::TrackedRawIterator::new(
+                self.inner.raw_iterator_cf(cf),
+                None,
+                self.iter_token($crate::HandleKind::RawIterator),
+            )
+        }
+
+        /// A tracked raw iterator with read options; the iterator owns them.
+        #[track_caller]
+        pub fn raw_iterator_opt<'a: 'b, 'b>(
+            &'a self,
+            readopts: $crate::tracked::TrackedReadOptions,
+        ) -> $crate::tracked::TrackedRawIterator<'b, $access> {
+            let token = self.iter_token($crate::HandleKind::RawIterator);
+            let $crate::tracked::TrackedReadOptions { inner, token: ro } = readopts;
+            $crate::tracked::TrackedRawIterator::new(self.inner.raw_iterator_opt(inner), Some(ro), token)
+        }
+
+        /// A tracked raw iterator over a column family with read options; the iterator owns them.
+        #[track_caller]
+        pub fn raw_iterator_cf_opt<'a: 'b, 'b>(
+            &'a self,
+            cf: &impl rocksdb::AsColumnFamilyRef,
+            readopts: $crate::tracked::TrackedReadOptions,
+        ) -> $crate::tracked::TrackedRawIterator<'b, $access> {
+            let token = self.iter_token($crate::HandleKind::RawIterator);
+            let $crate::tracked::TrackedReadOptions { inner, token: ro } = readopts;
+            $crate::tracked::TrackedRawIterator::new(self.inner.raw_iterator_cf_opt(cf, inner), Some(ro), token)
+        }
+
+        /// A tracked snapshot.
+        #[track_caller]
+        pub fn snapshot(&self) -> $crate::tracked::TrackedSnapshot<'_, $access> {
+            $crate::tracked::TrackedSnapshot::new(self.inner.snapshot(), self.iter_token($crate::HandleKind::Snapshot))
+        }
+    };
+}
+pub(crate) use tracked_reads;

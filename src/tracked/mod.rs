@@ -21,6 +21,7 @@ mod db;
 mod iter;
 mod options;
 mod tools;
+mod txn;
 
 pub use batch::TrackedWriteBatch;
 pub use db::{TrackedBoundCf, TrackedCfDescriptor, TrackedDb};
@@ -30,6 +31,10 @@ pub use options::{
     TrackedWriteOptions,
 };
 pub use tools::{TrackedCheckpoint, TrackedSstFileWriter};
+pub use txn::{
+    TrackedBackupEngine, TrackedBackupEngineOptions, TrackedRestoreOptions, TrackedTransaction, TrackedTransactionDb,
+    TrackedTransactionDbCheckpoint, TrackedTransactionDbOptions, TrackedTransactionOptions,
+};
 
 /// The rust-rocksdb items the wrappers' signatures use, so users need not name the crate. They are
 /// rust-rocksdb's own (documented there), re-exported as they are.
