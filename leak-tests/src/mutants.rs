@@ -78,8 +78,8 @@ pub enum RunAs {
 /// wrappers, and through raw librocksdb-sys where only the bytes can tell), then the leaks the
 /// growth rule finds that a per-cycle tolerance let through (small steady leaks, bursts, a leak
 /// on some of a fault point's firings, a descriptor now and then, RocksDB-accounted memory that
-/// never levels off).
-pub const CATALOG: [Mutant; 24] = [
+/// never levels off), and a transaction forgotten on an error path.
+pub const CATALOG: [Mutant; 25] = [
     Mutant {
         name: "reference",
         variant: Variant::Correct,
@@ -342,6 +342,17 @@ pub const CATALOG: [Mutant; 24] = [
         plan: DEFAULT_CHECK_PLAN,
         min_cycles: 0,
         run_as: RunAs::Check,
+        heap_stack: None,
+    },
+    Mutant {
+        name: "transaction-leak-on-error",
+        variant: Variant::TransactionLeakOnError,
+        description: "a transaction whose commit is to fail is forgotten on the error path, not rolled back",
+        expected: &[Class::Handles],
+        invisible_to: &[],
+        plan: "close.marker=every:3,work.write=every:4,work.malformed=every:5,open.options=nth:2,work.commit=every:5",
+        min_cycles: 0,
+        run_as: RunAs::Fixed,
         heap_stack: None,
     },
 ];

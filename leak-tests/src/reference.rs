@@ -32,8 +32,8 @@ use crate::planted::planted;
 use leakcheck::harness::{CycleCtx, Integrity, Lifecycle, StoreInfo};
 use leakcheck::probe::RocksDbMemory;
 use leakcheck::tracked::{
-    TrackedBlockBasedOptions, TrackedCache, TrackedCfDescriptor, TrackedDb, TrackedOptions, TrackedWriteBatch,
-    TrackedWriteBufferManager, TrackedWriteOptions,
+    TrackedBlockBasedOptions, TrackedCache, TrackedCfDescriptor, TrackedDb, TrackedOptions, TrackedTransactionDb,
+    TrackedTransactionDbOptions, TrackedWriteBatch, TrackedWriteBufferManager, TrackedWriteOptions,
 };
 use leakcheck::{owner_scope, Ledger};
 
@@ -166,6 +166,10 @@ pub enum Variant {
     /// A DB kept open for the run (declared shared, accounted for) whose memtable grows by 1 KiB
     /// a cycle and is never flushed: what RocksDB accounts for never levels off.
     AccountedGrowth,
+    /// Each cycle writes a marker in a transaction of a transaction DB kept open (declared
+    /// shared); when its commit is to fail (an injected error at `work.commit`), the error path
+    /// forgets the transaction (a retry that never comes) instead of rolling it back.
+    TransactionLeakOnError,
 }
 
 /// The reference store's settings.
@@ -353,6 +357,7 @@ struct Planted {
     shared_caches: Vec<TrackedCache>,
     files: Vec<std::fs::File>,
     accounted: Option<(TrackedDb<SingleThreaded>, TrackedOptions)>,
+    transactions: Option<(TrackedTransactionDb<SingleThreaded>, TrackedOptions, TrackedTransactionDbOptions)>,
 }
 
 impl Planted {
@@ -406,9 +411,11 @@ impl ReferenceStore {
             })
             .collect();
         let store = ReferenceStore { config, tasks, owners: Arc::default(), planted: Mutex::new(Planted::with_room()) };
-        if store.config.variant == Variant::AccountedGrowth {
+        match store.config.variant {
             // Opened before the run, as a DB kept for the life of the store is.
-            store.open_accounted(ledger)?;
+            Variant::AccountedGrowth => store.open_accounted(ledger)?,
+            Variant::TransactionLeakOnError => store.open_transactions(ledger)?,
+            _ => {}
         }
         Ok(store)
     }
@@ -622,6 +629,39 @@ impl ReferenceStore {
             planted!("accounted-growth", db.put(ctx.cycle.to_be_bytes(), [0x5a; 1024]).map_err(fail)?);
         }
         Ok(())
+    }
+
+    /// The transaction DB [`Variant::TransactionLeakOnError`] keeps for the run (declared shared,
+    /// with its options).
+    fn open_transactions(&self, ledger: &Ledger) -> Result<(), StoreError> {
+        let fail = |source| StoreError::RocksDb { task: 0, segment: 0, what: "transaction db", source };
+        let _owner = owner_scope("transaction db");
+        let mut opts = TrackedOptions::new(ledger);
+        opts.create_if_missing(true);
+        let txn_opts = TrackedTransactionDbOptions::new(ledger);
+        let db = TrackedTransactionDb::<SingleThreaded>::open(&opts, &txn_opts, self.config.dir.join("transactions"))
+            .map_err(fail)?;
+        for token in [db.token(), opts.token(), txn_opts.token()] {
+            token.declare_shared();
+        }
+        lock(&self.planted).transactions = Some((db, opts, txn_opts));
+        Ok(())
+    }
+
+    /// The cycle's marker, written in a transaction of the kept transaction DB and committed;
+    /// planted: when the commit is to fail, the transaction is forgotten on the error path.
+    fn commit_in_transaction(&self, ctx: &CycleCtx<'_>) -> Result<(), StoreError> {
+        let fail = |source| StoreError::RocksDb { task: 0, segment: ctx.cycle, what: "transaction db", source };
+        let planted = lock(&self.planted);
+        let Some((db, ..)) = &planted.transactions else { return Ok(()) };
+        let _owner = owner_scope(format!("cycle {}", ctx.cycle));
+        let txn = db.transaction();
+        txn.put(ctx.cycle.to_be_bytes(), b"marker").map_err(fail)?;
+        if ctx.faults.check_error("work.commit") {
+            planted!("transaction-leak-on-error", std::mem::forget(txn));
+            return Err(StoreError::Injected { task: 0, point: "work.commit" });
+        }
+        txn.commit().map_err(fail)
     }
 
     /// An untracked DB beside the segments, its memtable (about 64 KiB written) charged to the
@@ -1146,6 +1186,7 @@ impl Lifecycle for ReferenceStore {
                 lock(&self.planted).files.push(f.map_err(io(Path::new("/dev/null")))?);
             }
             Variant::AccountedGrowth => self.grow_accounted(ctx)?,
+            Variant::TransactionLeakOnError => self.commit_in_transaction(ctx)?,
             _ => {}
         }
         let results = self.on_workers(ctx.cycle, (0..self.config.tasks).collect(), |t, w| self.open_task(ctx, t, w))?;

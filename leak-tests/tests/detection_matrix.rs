@@ -182,6 +182,11 @@ fn every_variant_is_caught_and_every_clean_store_is_clean() {
         assert!(at.starts_with(STORE_PATH), "{name}: planted at {at}");
         assert!(o.sites.iter().any(|s| at_planted_line(s, at)), "{name}: {at} not in {:?}", o.sites);
     }
+    // A transaction forgotten on an error path is a live Transaction, at the line that began it.
+    let txn = &results["transaction-leak-on-error"];
+    let live = leakcheck::SignalId::member(Signal::LiveHandlesOf, "Transaction").to_string();
+    assert!(txn.signal_names.contains(&live), "{live} did not call it: {txn:?}");
+    assert!(txn.sites.iter().any(|s| s.starts_with(STORE_PATH)), "{:?}", txn.sites);
     // Every planted leak ran where the catalog put it.
     for m in CATALOG.iter().filter(|m| !m.expected.is_empty()) {
         assert!(
