@@ -232,6 +232,7 @@ pub struct TrackedTransactionDbCheckpoint<'db> {
     inner: TransactionDBCheckpoint<'db>,
     token: Token,
 }
+deref_and_token!(TrackedTransactionDbCheckpoint<'db>, TransactionDBCheckpoint<'db>);
 
 impl<'db> TrackedTransactionDbCheckpoint<'db> {
     /// `TransactionDBCheckpoint::new` for a tracked transaction DB.
@@ -243,18 +244,6 @@ impl<'db> TrackedTransactionDbCheckpoint<'db> {
         let site = Location::caller();
         let inner = TransactionDBCheckpoint::new(&db.inner)?;
         Ok(TrackedTransactionDbCheckpoint { inner, token: db.ledger().register_at(HandleKind::Checkpoint, site) })
-    }
-
-    /// This checkpoint's token.
-    pub fn token(&self) -> &Token {
-        &self.token
-    }
-}
-
-impl<'db> std::ops::Deref for TrackedTransactionDbCheckpoint<'db> {
-    type Target = TransactionDBCheckpoint<'db>;
-    fn deref(&self) -> &Self::Target {
-        &self.inner
     }
 }
 
@@ -328,11 +317,5 @@ impl<T: ThreadMode> std::fmt::Debug for TrackedTransactionDb<T> {
 impl<DB> std::fmt::Debug for TrackedTransaction<'_, DB> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("TrackedTransaction").field("token", &self.token).finish_non_exhaustive()
-    }
-}
-
-impl std::fmt::Debug for TrackedTransactionDbCheckpoint<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TrackedTransactionDbCheckpoint").field("token", &self.token).finish_non_exhaustive()
     }
 }

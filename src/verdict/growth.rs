@@ -375,16 +375,13 @@ impl<'a> Series<'a> {
     /// earlier side, and a decision waits for the next block: it returns whether that happened.
     fn drop_transients(&mut self, threshold: f64, typical: f64) -> bool {
         let n = self.y.len();
-        let level: Vec<f64> = self.y.iter().enumerate().map(|(i, v)| v - typical * i as f64).collect();
-        let side = |r: std::ops::Range<usize>| {
-            let mut v: Vec<f64> = r.map(|j| level[j]).collect();
-            (!v.is_empty()).then(|| median(&mut v))
-        };
+        let side = |r: std::ops::Range<usize>| level_median(&self.y, typical, r);
         let keep: Vec<bool> = (0..n)
             .map(|i| {
                 let before = side(i.saturating_sub(2)..i);
                 let after = side(i + 1..(i + 3).min(n));
-                let above = |m: Option<f64>| m.is_none_or(|m| level[i] - m > threshold);
+                let level = self.y[i] - typical * i as f64;
+                let above = |m: Option<f64>| m.is_none_or(|m| level - m > threshold);
                 let late = i + 2 >= n;
                 !(above(before) && (above(after) || late) && (before.is_some() || after.is_some()))
             })
@@ -593,13 +590,16 @@ const LEVEL_SIDE: usize = 3;
 /// staircase of level switches (long-lived-db seed 13: +18 KiB at cycle 279 and -22 KiB at 541,
 /// read by the walk test as a wandering level).
 fn moves_level(y: &[f64], at: usize, d: f64, typical: f64) -> bool {
-    let level = |r: std::ops::Range<usize>| {
-        let mut v: Vec<f64> = r.map(|j| y[j] - typical * j as f64).collect();
-        median(&mut v)
-    };
-    let before = level(at.saturating_sub(LEVEL_SIDE)..at);
-    let after = level(at..(at + LEVEL_SIDE).min(y.len()));
-    (after - before) * d.signum() >= 0.5 * d.abs()
+    let before = level_median(y, typical, at.saturating_sub(LEVEL_SIDE)..at);
+    let after = level_median(y, typical, at..(at + LEVEL_SIDE).min(y.len()));
+    before.zip(after).is_some_and(|(before, after)| (after - before) * d.signum() >= 0.5 * d.abs())
+}
+
+/// The median of the floors `y[r]` with the typical step taken out (`y[j] - typical * j`), or
+/// `None` for an empty range: the level on one side of a floor or a step.
+fn level_median(y: &[f64], typical: f64, r: std::ops::Range<usize>) -> Option<f64> {
+    let mut v: Vec<f64> = r.map(|j| y[j] - typical * j as f64).collect();
+    (!v.is_empty()).then(|| median(&mut v))
 }
 
 /// About how many more cycles would decide, if the growth per cycle and the noise hold: the
