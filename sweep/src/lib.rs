@@ -18,6 +18,7 @@ use leakcheck::harness::{CycleCtx, Lifecycle};
 use leakcheck::{Ledger, Signal, Verdict};
 use serde::{Deserialize, Serialize};
 
+pub mod fuzz;
 pub mod paths;
 
 pub use paths::{path, SweepPath, PATHS, PLANTED};
@@ -41,6 +42,9 @@ pub struct Finding {
     pub releases: &'static [&'static str],
     /// The write-up, relative to the repository.
     pub write_up: &'static str,
+    /// The fuzz steps that show it (`op` or `op/class` of [`fuzz::ops::OPS`]): a shrunk leaking
+    /// program with one of these steps is this finding.
+    pub fuzz: &'static [&'static str],
 }
 
 /// Known leaks of the binding, all fixed in 0.25.0 (rust-rocksdb PRs #1063 and #1057, and the
@@ -51,26 +55,31 @@ pub const FINDINGS: &[Finding] = &[
         path: "options-compaction-filter",
         releases: &["0.22.0", "0.23.0", "0.24.0"],
         write_up: "docs/binding-leaks/compaction-filter.md",
+        fuzz: &["options-compaction-filter"],
     },
     Finding {
         path: "cf-metadata",
         releases: &["0.22.0", "0.23.0", "0.24.0"],
         write_up: "docs/binding-leaks/cf-metadata-name.md",
+        fuzz: &["cf-metadata", "cf-metadata-cf"],
     },
     Finding {
         path: "create-cf-existing-fails",
         releases: &["0.22.0", "0.23.0", "0.24.0"],
         write_up: "docs/binding-leaks/create-cf-failure.md",
+        fuzz: &["create-cf/conflicting", "create-cf/repeated"],
     },
     Finding {
         path: "options-comparator",
         releases: &["0.22.0", "0.23.0", "0.24.0"],
         write_up: "docs/binding-leaks/set-comparator.md",
+        fuzz: &["options-comparator", "open-with-comparator"],
     },
     Finding {
         path: "open-with-comparator",
         releases: &["0.22.0", "0.23.0", "0.24.0"],
         write_up: "docs/binding-leaks/set-comparator.md",
+        fuzz: &["options-comparator", "open-with-comparator"],
     },
 ];
 
@@ -114,6 +123,9 @@ pub enum SweepError {
     /// Native allocations are not visible to jemalloc, so there is no byte signal to sweep with.
     #[error("no byte signal: {0}")]
     Coverage(leakcheck::probe::ProbeError),
+    /// A fuzz program that is not valid.
+    #[error("program: {0}")]
+    Program(#[from] fuzz::program::ProgramError),
     /// The check of a path could not run.
     #[error("{path}: {message}")]
     Run {
@@ -349,6 +361,46 @@ pub struct SweepArgs {
     /// The paths to run, each in a process of its own (default: every path but the planted ones).
     #[arg(value_name = "PATH")]
     pub paths: Vec<String>,
+    /// Sweep by generated programs instead of the list of paths: every op of the model with
+    /// every argument class, then random sequences, each leak shrunk to a snippet.
+    #[arg(long)]
+    pub fuzz: bool,
+    /// The fuzz's seed (default: from the clock, printed): the same seed draws the same programs.
+    #[arg(long, requires = "fuzz")]
+    pub seed: Option<u64>,
+    /// Time for drawing and running programs (90s, 10m, 1h); leaks found are shrunk after it.
+    #[arg(long, requires = "fuzz", value_parser = fuzz::parse_duration, default_value = "10m")]
+    pub duration: std::time::Duration,
+    /// At most this many programs.
+    #[arg(long, requires = "fuzz")]
+    pub programs: Option<u64>,
+    /// Draw only from these ops (comma-separated; `--list-ops` names them).
+    #[arg(long, requires = "fuzz", value_delimiter = ',')]
+    pub ops: Vec<String>,
+    /// Add the planted ops (copies of binding functions with a leak; built with the `planted` feature).
+    #[arg(long, requires = "fuzz")]
+    pub plant: bool,
+    /// Longest random program, in steps.
+    #[arg(long, requires = "fuzz", default_value_t = 6, value_parser = clap::value_parser!(u64).range(2..=64))]
+    pub max_len: u64,
+    /// Checks a shrink may spend on one leak.
+    #[arg(long, requires = "fuzz", default_value_t = 40)]
+    pub shrink_checks: u32,
+    /// Write fuzz.json (the seed, every program and its result, the findings) and each
+    /// finding's snippet (finding-N.rs) into this directory.
+    #[arg(long, requires = "fuzz", value_name = "DIR")]
+    pub report: Option<PathBuf>,
+    /// Run one program (a JSON file as fuzz.json holds them, or `-` for standard input) and
+    /// print its result and its snippet.
+    #[arg(long, value_name = "FILE", conflicts_with = "fuzz")]
+    pub program: Option<PathBuf>,
+    /// Name the fuzz's ops, with their classes and the binding functions they reach, and exit.
+    #[arg(long)]
+    pub list_ops: bool,
+    /// Run one program given as JSON in this process and print its result as JSON (what each
+    /// fuzz child does).
+    #[arg(long, value_name = "JSON", hide = true)]
+    pub fuzz_one: Option<String>,
 }
 
 /// Runs a sweep binary's command line: `prefix` is what leads to it when the binary runs the
@@ -366,6 +418,75 @@ pub fn cli(prefix: &[&str], args: &SweepArgs) -> u8 {
 }
 
 fn run_cli(prefix: &[&str], args: &SweepArgs) -> Result<u8, SweepError> {
+    if let Some(json) = &args.fuzz_one {
+        let program: fuzz::program::Program = serde_json::from_str(json)
+            .map_err(|e| SweepError::Run { path: "--fuzz-one".to_string(), message: e.to_string() })?;
+        let run = fuzz::run_program(&program)?;
+        let line = serde_json::to_string(&run)
+            .map_err(|e| SweepError::Run { path: "--fuzz-one".to_string(), message: e.to_string() })?;
+        println!("{line}");
+        return Ok(0);
+    }
+    if args.list_ops {
+        for op in fuzz::ops::OPS.iter().chain(fuzz::planted::PLANTED_OPS) {
+            let classes: Vec<&str> = op.classes.iter().map(|c| c.name()).collect();
+            println!("{:<28} {:<44} {}", op.name, classes.join(","), op.reaches.join(" "));
+        }
+        return Ok(0);
+    }
+    let exe = || -> Result<fuzz::Exe, SweepError> {
+        Ok(fuzz::Exe {
+            path: std::env::current_exe().map_err(SweepError::Exe)?,
+            prefix: prefix.iter().map(|p| p.to_string()).collect(),
+        })
+    };
+    if let Some(file) = &args.program {
+        let text = if file.as_os_str() == "-" {
+            std::io::read_to_string(std::io::stdin())
+        } else {
+            std::fs::read_to_string(file)
+        }
+        .map_err(|source| SweepError::Io { what: "read the program", source })?;
+        let program: fuzz::program::Program = serde_json::from_str(&text).map_err(|e| SweepError::Run {
+            path: file.display().to_string(),
+            message: format!("not a program: {e}"),
+        })?;
+        fuzz::program::validate(&program)?;
+        let run = exe()?.run(&program)?;
+        let bytes = run.bytes_per_run.map_or("-".to_string(), |[v, lo, hi]| format!("{v:.1} B [{lo:.1}, {hi:.1}]"));
+        println!("{}: {} per run, {} runs per cycle, {} cycles", run.verdict.name(), bytes, run.reps, run.cycles);
+        for (step, ran) in program.steps.iter().zip(&run.results) {
+            println!("  {:<40} {ran:?}", step.label());
+        }
+        println!("{}", fuzz::program::snippet(&program, &[format!("rust-rocksdb {ROCKSDB_VERSION}")]));
+        return Ok(if run.verdict == Verdict::Leak { 1 } else { 0 });
+    }
+    if args.fuzz {
+        leakcheck::probe::check_malloc_coverage().map_err(SweepError::Coverage)?;
+        let seed = args.seed.unwrap_or_else(|| {
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(1, |d| d.as_secs())
+        });
+        eprintln!("fuzz: seed {seed} (replay with --seed {seed})");
+        let cfg = fuzz::FuzzConfig {
+            seed,
+            duration: args.duration,
+            programs: args.programs,
+            ops: args.ops.clone(),
+            plant: args.plant,
+            max_len: args.max_len as usize,
+            shrink_checks: args.shrink_checks,
+            report: args.report.clone(),
+        };
+        let report = fuzz::fuzz(&exe()?, &cfg, |line| eprintln!("fuzz: {line}"))?;
+        if args.json {
+            let text = serde_json::to_string_pretty(&report)
+                .map_err(|e| SweepError::Run { path: "fuzz".to_string(), message: e.to_string() })?;
+            println!("{text}");
+        } else {
+            print!("{}", fuzz::summary(&report));
+        }
+        return Ok(if report.new_leaks() > 0 { 1 } else { 0 });
+    }
     if let Some(n) = &args.one {
         let p = path(n).ok_or_else(|| SweepError::UnknownPath(n.clone(), all_names()))?;
         let o = run_path(p)?;

@@ -1,0 +1,834 @@
+//! The operations a fuzz program is made of: each a call (or a short run of calls) of the
+//! binding, written once as Rust that both runs here and is printed in a snippet (the macro keeps
+//! the body's tokens as text), with what it needs (an open DB, a closed one, nothing), what its
+//! name argument means, which argument classes make sense for it and which binding functions it
+//! reaches.
+//!
+//! A body sees `db` (`&mut DB` when the op needs an open DB; `&mut Option<DB>` for the ops that
+//! close and reopen it), `dir` (the cycle's directory: the fixture's DB is `dir/db`) and the
+//! arguments `name: &str`, `key: &[u8]`, `value: &[u8]` and `n: u64`, and evaluates to
+//! `Result<(), rocksdb::Error>`: an error is the error path the class asked for, not a failure.
+
+use rocksdb::backup::{BackupEngine, BackupEngineOptions, RestoreOptions};
+use rocksdb::checkpoint::Checkpoint;
+use rocksdb::{
+    BlockBasedOptions, Cache, ColumnFamilyDescriptor, CompactionDecision, Direction, Env, IteratorMode, MergeOperands,
+    OptimisticTransactionDB, Options, Range, SingleThreaded, SliceTransform, SstFileWriter, TransactionDB,
+    TransactionDBOptions, WriteBatch, WriteBufferManager, DB,
+};
+use serde::{Deserialize, Serialize};
+
+use super::prelude::{created, reopen};
+
+/// What a step's arguments are drawn as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ArgClass {
+    /// What the call is meant for.
+    Valid,
+    /// Empty strings and buffers, zero.
+    Empty,
+    /// The previous step's value again (or the same value on the next repetition).
+    Repeated,
+    /// In conflict with the state: a name that exists where a new one is wanted, a missing one
+    /// where an existing one is, a locked or missing directory.
+    Conflicting,
+    /// Refused by the binding or RocksDB: an interior NUL, a reversed range, a bad option value.
+    Invalid,
+    /// Large: a 64 KiB name or key, a 1 MiB value, a capacity of 4 GiB.
+    Large,
+}
+
+impl ArgClass {
+    /// Every class, plainest first (the order the shrinker tries them in).
+    pub const ALL: [ArgClass; 6] = [
+        ArgClass::Valid,
+        ArgClass::Empty,
+        ArgClass::Repeated,
+        ArgClass::Conflicting,
+        ArgClass::Invalid,
+        ArgClass::Large,
+    ];
+
+    /// The class's name on the command line and in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            ArgClass::Valid => "valid",
+            ArgClass::Empty => "empty",
+            ArgClass::Repeated => "repeated",
+            ArgClass::Conflicting => "conflicting",
+            ArgClass::Invalid => "invalid",
+            ArgClass::Large => "large",
+        }
+    }
+}
+
+/// What must hold before an op runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Needs {
+    /// The fixture's DB is open.
+    Open,
+    /// The fixture's DB is closed.
+    Closed,
+    /// Either.
+    Any,
+}
+
+/// How an op changes the model's state when its arguments are valid.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Effect {
+    /// None.
+    None,
+    /// Closes the fixture's DB.
+    Close,
+    /// Opens it again.
+    Reopen,
+    /// Adds a column family (its name).
+    CreateCf,
+    /// Removes one.
+    DropCf,
+}
+
+/// What an op's `name` argument names, which decides what each class draws.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// The op takes no name.
+    None,
+    /// A column family to create: valid is new, conflicting exists.
+    NewCf,
+    /// A column family to use: valid exists, conflicting is missing.
+    Cf,
+    /// A directory under the cycle's to create: valid is new, conflicting is the fixture's DB.
+    NewDir,
+    /// A DB directory to read: valid is the fixture's DB, conflicting is missing.
+    DbDir,
+    /// A RocksDB property.
+    Property,
+    /// A callback's or object's name (a comparator, a merge operator).
+    Label,
+    /// A mutable option (`set_options`): the value comes in `value`.
+    OptionName,
+}
+
+/// Which arguments an op takes (the snippet declares only those).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Arg {
+    /// `name: &str`.
+    Name,
+    /// `key: &[u8]`.
+    Key,
+    /// `value: &[u8]`.
+    Value,
+    /// `n: u64`.
+    N,
+}
+
+/// One step's result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Ran {
+    /// The calls returned `Ok`.
+    Ok,
+    /// A call returned this error.
+    Error(String),
+    /// The op needs an open DB and the DB was closed (an earlier step's reopen failed).
+    Skipped,
+    /// The binding panicked, with this message.
+    Panic(String),
+}
+
+impl From<Result<(), rocksdb::Error>> for Ran {
+    fn from(r: Result<(), rocksdb::Error>) -> Ran {
+        match r {
+            Ok(()) => Ran::Ok,
+            Err(e) => Ran::Error(e.to_string()),
+        }
+    }
+}
+
+/// A step's arguments, made real.
+#[derive(Debug, Clone, Default)]
+pub struct Values {
+    /// `name`.
+    pub name: String,
+    /// `key`.
+    pub key: Vec<u8>,
+    /// `value`.
+    pub value: Vec<u8>,
+    /// `n`.
+    pub n: u64,
+}
+
+pub(super) type Run = fn(&mut Option<DB>, &std::path::Path, &Values) -> Ran;
+
+/// One operation of the model.
+#[derive(Clone, Copy)]
+pub struct Op {
+    /// Its name in programs and reports.
+    pub name: &'static str,
+    /// What must hold before it runs.
+    pub needs: Needs,
+    /// How it changes the state.
+    pub effect: Effect,
+    /// What its name argument names.
+    pub role: Role,
+    /// The arguments it takes.
+    pub args: &'static [Arg],
+    /// The classes its arguments are drawn from.
+    pub classes: &'static [ArgClass],
+    /// The binding functions it calls (`Type::function`), for the reached-functions table.
+    pub reaches: &'static [&'static str],
+    /// Its body as text (the snippet's).
+    pub code: &'static str,
+    /// A planted leak (in a copy of a binding function), run only when asked for.
+    pub planted: bool,
+    /// Its body's `db` is the `&mut Option<DB>` (it may close or reopen), not the open `&mut DB`.
+    pub slot: bool,
+    pub(super) run: Run,
+}
+
+impl std::fmt::Debug for Op {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Op").field("name", &self.name).finish_non_exhaustive()
+    }
+}
+
+impl Op {
+    /// Runs the op once: a panic of the binding is caught and reported as one.
+    pub fn run(&self, db: &mut Option<DB>, dir: &std::path::Path, values: &Values) -> Ran {
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (self.run)(db, dir, values))) {
+            Ok(ran) => ran,
+            Err(p) => Ran::Panic(
+                p.downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| p.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "a panic without a message".to_string()),
+            ),
+        }
+    }
+
+    /// Whether it takes `arg`.
+    pub fn takes(&self, arg: Arg) -> bool {
+        self.args.contains(&arg)
+    }
+}
+
+/// `fuzz_op!(name, Needs, Effect, Role, [args], [classes], [reached functions], |db, dir, name, key,
+/// value, n| body)`: an op whose body is kept as text. With `Needs::Open` the body's `db` is the
+/// open `&mut DB`; `slot` instead of `db` gives it the `&mut Option<DB>`.
+macro_rules! fuzz_op {
+    ($name:literal, $needs:ident, $effect:ident, $role:ident, [$($arg:ident),*], [$($class:ident),*], [$($r:literal),*],
+     |$db:ident, $dir:ident, $nm:ident, $key:ident, $value:ident, $n:ident| $body:block) => {
+        fuzz_op!(@make $name, $needs, $effect, $role, [$($arg),*], [$($class),*], [$($r),*], false, false,
+            |slot, $dir, $nm, $key, $value, $n| match slot.as_mut() {
+                Some($db) => Ran::from((|| -> Result<(), rocksdb::Error> { $body })()),
+                None => Ran::Skipped,
+            }, $body)
+    };
+    (slot $name:literal, $needs:ident, $effect:ident, $role:ident, [$($arg:ident),*], [$($class:ident),*], [$($r:literal),*],
+     |$db:ident, $dir:ident, $nm:ident, $key:ident, $value:ident, $n:ident| $body:block) => {
+        fuzz_op!(@make $name, $needs, $effect, $role, [$($arg),*], [$($class),*], [$($r),*], false, true,
+            |$db, $dir, $nm, $key, $value, $n| Ran::from((|| -> Result<(), rocksdb::Error> { $body })()), $body)
+    };
+    (planted $name:literal, $needs:ident, $effect:ident, $role:ident, [$($arg:ident),*], [$($class:ident),*], [$($r:literal),*],
+     |$db:ident, $dir:ident, $nm:ident, $key:ident, $value:ident, $n:ident| $body:block) => {
+        fuzz_op!(@make $name, $needs, $effect, $role, [$($arg),*], [$($class),*], [$($r),*], true, true,
+            |$db, $dir, $nm, $key, $value, $n| Ran::from((|| -> Result<(), rocksdb::Error> { $body })()), $body)
+    };
+    (@make $name:literal, $needs:ident, $effect:ident, $role:ident, [$($arg:ident),*], [$($class:ident),*], [$($r:literal),*], $planted:expr, $slotted:expr,
+     |$slot:ident, $dir:ident, $nm:ident, $key:ident, $value:ident, $n:ident| $run:expr, $body:block) => {
+        Op {
+            name: $name,
+            needs: Needs::$needs,
+            effect: Effect::$effect,
+            role: Role::$role,
+            args: &[$(Arg::$arg),*],
+            classes: &[$(ArgClass::$class),*],
+            reaches: &[$($r),*],
+            code: stringify!($body),
+            planted: $planted,
+            slot: $slotted,
+            run: |$slot, $dir, values| {
+                #[allow(unused_variables)]
+                let ($nm, $key, $value, $n): (&str, &[u8], &[u8], u64) =
+                    (values.name.as_str(), values.key.as_slice(), values.value.as_slice(), values.n);
+                #[allow(unused_variables)]
+                let ($slot, $dir) = ($slot, $dir);
+                $run
+            },
+        }
+    };
+}
+
+pub(crate) use fuzz_op;
+
+fn concat(_key: &[u8], existing: Option<&[u8]>, operands: &MergeOperands) -> Option<Vec<u8>> {
+    let mut out = existing.map(<[u8]>::to_vec).unwrap_or_default();
+    for op in operands {
+        out.extend_from_slice(op);
+    }
+    out.truncate(256);
+    Some(out)
+}
+
+/// The source of `concat` (a merge operator some ops use), for snippets.
+pub const CONCAT: &str =
+    "fn concat(_key: &[u8], existing: Option<&[u8]>, operands: &rocksdb::MergeOperands) -> Option<Vec<u8>> {
+    let mut out = existing.map(<[u8]>::to_vec).unwrap_or_default();
+    for op in operands {
+        out.extend_from_slice(op);
+    }
+    out.truncate(256);
+    Some(out)
+}";
+
+/// Every op of the model (the planted ones are in [`super::planted::PLANTED_OPS`]).
+pub const OPS: &[Op] = &[
+    // The fixture's lifecycle.
+    fuzz_op!(slot "close", Open, Close, None, [], [Valid], ["DB::drop"], |db, dir, name, key, value, n| {
+        drop(db.take());
+        Ok(())
+    }),
+    fuzz_op!(slot "reopen", Closed, Reopen, None, [], [Valid], ["DB::list_cf", "DB::open_cf"], |db, dir, name, key, value, n| {
+        *db = Some(reopen(dir)?);
+        Ok(())
+    }),
+    fuzz_op!(slot "open", Any, None, NewDir, [Name], [Valid, Empty, Conflicting, Invalid, Large], ["DB::open"], |db, dir, name, key, value, n| {
+        DB::open(&created(), dir.join(name)).map(drop)
+    }),
+    fuzz_op!(slot "open-cf-descriptors", Any, None, NewDir, [Name], [Valid, Conflicting, Invalid, Large], ["DB::open_cf_descriptors", "ColumnFamilyDescriptor::new"], |db, dir, name, key, value, n| {
+        let cfs = vec![ColumnFamilyDescriptor::new("cf", Options::default())];
+        DB::open_cf_descriptors(&created(), dir.join(name), cfs).map(drop)
+    }),
+    fuzz_op!(slot "open-read-only", Any, None, DbDir, [Name], [Valid, Empty, Conflicting, Invalid, Large], ["DB::open_for_read_only"], |db, dir, name, key, value, n| {
+        DB::open_for_read_only(&Options::default(), dir.join(name), false).map(drop)
+    }),
+    fuzz_op!(slot "open-as-secondary", Any, None, DbDir, [Name], [Valid, Conflicting, Invalid], ["DB::open_as_secondary", "DB::try_catch_up_with_primary"], |db, dir, name, key, value, n| {
+        let mut o = Options::default();
+        o.set_max_open_files(-1);
+        let secondary = DB::open_as_secondary(&o, dir.join(name), dir.join("secondary"))?;
+        secondary.try_catch_up_with_primary()
+    }),
+    fuzz_op!(slot "open-with-ttl", Any, None, NewDir, [Name, N], [Valid, Empty, Conflicting, Large], ["DB::open_with_ttl"], |db, dir, name, key, value, n| {
+        DB::open_with_ttl(&created(), dir.join(name), std::time::Duration::from_secs(n.min(1 << 31))).map(drop)
+    }),
+    fuzz_op!(slot "open-with-comparator", Any, None, NewDir, [Name], [Valid, Conflicting, Invalid], ["Options::set_comparator", "DB::open"], |db, dir, name, key, value, n| {
+        let mut o = created();
+        o.set_comparator("reverse", Box::new(|a: &[u8], b: &[u8]| b.cmp(a)));
+        let db = DB::open(&o, dir.join(name))?;
+        db.put(b"k", b"v")
+    }),
+    fuzz_op!(slot "open-with-merge-operator", Any, None, NewDir, [Name, Key], [Valid, Empty, Large], ["Options::set_merge_operator_associative", "DB::merge", "DB::get"], |db, dir, name, key, value, n| {
+        let mut o = created();
+        o.set_merge_operator_associative("concat", concat);
+        let db = DB::open(&o, dir.join(name))?;
+        db.merge(key, b"x")?;
+        db.get(key).map(drop)
+    }),
+    fuzz_op!(slot "list-cf", Any, None, DbDir, [Name], [Valid, Empty, Conflicting, Invalid], ["DB::list_cf"], |db, dir, name, key, value, n| {
+        DB::list_cf(&Options::default(), dir.join(name)).map(drop)
+    }),
+    fuzz_op!(slot "destroy", Any, None, NewDir, [Name], [Valid, Conflicting, Invalid], ["DB::destroy"], |db, dir, name, key, value, n| {
+        DB::destroy(&Options::default(), dir.join(name))
+    }),
+    fuzz_op!(slot "repair", Any, None, DbDir, [Name], [Valid, Conflicting, Invalid], ["DB::repair"], |db, dir, name, key, value, n| {
+        DB::repair(&Options::default(), dir.join(name))
+    }),
+    fuzz_op!(slot "load-latest-options", Any, None, DbDir, [Name], [Valid, Empty, Conflicting, Invalid], ["Options::load_latest", "Env::new", "Cache::new_lru_cache"], |db, dir, name, key, value, n| {
+        Options::load_latest(dir.join(name), Env::new()?, false, Cache::new_lru_cache(1 << 20)).map(drop)
+    }),
+    // Column families.
+    fuzz_op!(
+        "create-cf",
+        Open,
+        CreateCf,
+        NewCf,
+        [Name],
+        [Valid, Empty, Repeated, Conflicting, Invalid, Large],
+        ["DB::create_cf"],
+        |db, dir, name, key, value, n| { db.create_cf(name, &Options::default()) }
+    ),
+    fuzz_op!(
+        "drop-cf",
+        Open,
+        DropCf,
+        Cf,
+        [Name],
+        [Valid, Empty, Repeated, Conflicting, Invalid],
+        ["DB::drop_cf"],
+        |db, dir, name, key, value, n| { db.drop_cf(name) }
+    ),
+    fuzz_op!(
+        "cf-get",
+        Open,
+        None,
+        Cf,
+        [Name, Key],
+        [Valid, Empty, Conflicting, Large],
+        ["DB::cf_handle", "DB::get_cf"],
+        |db, dir, name, key, value, n| {
+            match db.cf_handle(name) {
+                Some(cf) => db.get_cf(cf, key).map(drop),
+                None => Ok(()),
+            }
+        }
+    ),
+    fuzz_op!(
+        "cf-put",
+        Open,
+        None,
+        Cf,
+        [Name, Key, Value],
+        [Valid, Empty, Repeated, Large],
+        ["DB::cf_handle", "DB::put_cf"],
+        |db, dir, name, key, value, n| {
+            match db.cf_handle(name) {
+                Some(cf) => db.put_cf(cf, key, value),
+                None => Ok(()),
+            }
+        }
+    ),
+    fuzz_op!(
+        "cf-flush",
+        Open,
+        None,
+        Cf,
+        [Name],
+        [Valid, Conflicting],
+        ["DB::cf_handle", "DB::flush_cf"],
+        |db, dir, name, key, value, n| {
+            match db.cf_handle(name) {
+                Some(cf) => db.flush_cf(cf),
+                None => Ok(()),
+            }
+        }
+    ),
+    fuzz_op!(
+        "cf-metadata-cf",
+        Open,
+        None,
+        Cf,
+        [Name],
+        [Valid, Conflicting],
+        ["DB::cf_handle", "DB::get_column_family_metadata_cf"],
+        |db, dir, name, key, value, n| {
+            if let Some(cf) = db.cf_handle(name) {
+                drop(db.get_column_family_metadata_cf(cf));
+            }
+            Ok(())
+        }
+    ),
+    fuzz_op!(
+        "cf-set-options",
+        Open,
+        None,
+        Cf,
+        [Name],
+        [Valid, Conflicting],
+        ["DB::cf_handle", "DB::set_options_cf"],
+        |db, dir, name, key, value, n| {
+            match db.cf_handle(name) {
+                Some(cf) => db.set_options_cf(cf, &[("disable_auto_compactions", "false")]),
+                None => Ok(()),
+            }
+        }
+    ),
+    // Reads and writes.
+    fuzz_op!(
+        "put",
+        Open,
+        None,
+        None,
+        [Key, Value],
+        [Valid, Empty, Repeated, Large],
+        ["DB::put"],
+        |db, dir, name, key, value, n| { db.put(key, value) }
+    ),
+    fuzz_op!(
+        "get",
+        Open,
+        None,
+        None,
+        [Key],
+        [Valid, Empty, Conflicting, Large],
+        ["DB::get"],
+        |db, dir, name, key, value, n| { db.get(key).map(drop) }
+    ),
+    fuzz_op!(
+        "get-pinned",
+        Open,
+        None,
+        None,
+        [Key],
+        [Valid, Empty, Conflicting, Large],
+        ["DB::get_pinned"],
+        |db, dir, name, key, value, n| { db.get_pinned(key).map(drop) }
+    ),
+    fuzz_op!(
+        "multi-get",
+        Open,
+        None,
+        None,
+        [Key],
+        [Valid, Empty, Conflicting, Large],
+        ["DB::multi_get"],
+        |db, dir, name, key, value, n| { db.multi_get([key, key]).into_iter().try_for_each(|r| r.map(drop)) }
+    ),
+    fuzz_op!(
+        "key-may-exist",
+        Open,
+        None,
+        None,
+        [Key],
+        [Valid, Empty, Conflicting],
+        ["DB::key_may_exist"],
+        |db, dir, name, key, value, n| {
+            db.key_may_exist(key);
+            Ok(())
+        }
+    ),
+    fuzz_op!(
+        "delete",
+        Open,
+        None,
+        None,
+        [Key],
+        [Valid, Empty, Conflicting, Large],
+        ["DB::delete"],
+        |db, dir, name, key, value, n| { db.delete(key) }
+    ),
+    fuzz_op!(
+        "delete-range-cf",
+        Open,
+        None,
+        None,
+        [Key, Value],
+        [Valid, Empty, Invalid],
+        ["DB::cf_handle", "DB::delete_range_cf"],
+        |db, dir, name, key, value, n| {
+            match db.cf_handle("cf") {
+                Some(cf) => db.delete_range_cf(cf, key, value),
+                None => Ok(()),
+            }
+        }
+    ),
+    fuzz_op!(
+        "merge-without-operator",
+        Open,
+        None,
+        None,
+        [Key, Value],
+        [Valid, Empty, Large],
+        ["DB::merge"],
+        |db, dir, name, key, value, n| { db.merge(key, value) }
+    ),
+    fuzz_op!(
+        "write-batch",
+        Open,
+        None,
+        None,
+        [Key, Value, N],
+        [Valid, Empty, Repeated, Large],
+        ["WriteBatch::default", "WriteBatch::put", "WriteBatch::delete", "DB::write"],
+        |db, dir, name, key, value, n| {
+            let mut batch = WriteBatch::default();
+            for _ in 0..n.min(8) {
+                batch.put(key, value);
+            }
+            batch.delete(key);
+            db.write(batch)
+        }
+    ),
+    fuzz_op!(
+        "iterator-from",
+        Open,
+        None,
+        None,
+        [Key, N],
+        [Valid, Empty, Conflicting, Large],
+        ["DB::iterator", "DBIterator::next"],
+        |db, dir, name, key, value, n| {
+            for item in db.iterator(IteratorMode::From(key, Direction::Forward)).take(n.min(1000) as usize) {
+                item?;
+            }
+            Ok(())
+        }
+    ),
+    fuzz_op!(
+        "raw-iterator",
+        Open,
+        None,
+        None,
+        [Key, N],
+        [Valid, Empty, Conflicting, Large],
+        ["DB::raw_iterator", "DBRawIterator::seek", "DBRawIterator::next", "DBRawIterator::status"],
+        |db, dir, name, key, value, n| {
+            let mut it = db.raw_iterator();
+            it.seek(key);
+            for _ in 0..n.min(1000) {
+                if !it.valid() {
+                    break;
+                }
+                it.next();
+            }
+            it.status()
+        }
+    ),
+    fuzz_op!(
+        "snapshot-get",
+        Open,
+        None,
+        None,
+        [Key],
+        [Valid, Empty, Conflicting],
+        ["DB::snapshot", "Snapshot::get"],
+        |db, dir, name, key, value, n| { db.snapshot().get(key).map(drop) }
+    ),
+    fuzz_op!("flush", Open, None, None, [], [Valid], ["DB::flush"], |db, dir, name, key, value, n| { db.flush() }),
+    fuzz_op!(
+        "compact-range",
+        Open,
+        None,
+        None,
+        [Key, Value],
+        [Valid, Empty, Invalid],
+        ["DB::compact_range"],
+        |db, dir, name, key, value, n| {
+            db.compact_range(Some(key), Some(value));
+            Ok(())
+        }
+    ),
+    fuzz_op!(
+        "approximate-sizes",
+        Open,
+        None,
+        None,
+        [Key, Value],
+        [Valid, Empty, Invalid],
+        ["DB::get_approximate_sizes", "Range::new"],
+        |db, dir, name, key, value, n| {
+            drop(db.get_approximate_sizes(&[Range::new(key, value)]));
+            Ok(())
+        }
+    ),
+    fuzz_op!(
+        "property-value",
+        Open,
+        None,
+        Property,
+        [Name],
+        [Valid, Empty, Conflicting, Invalid, Large],
+        ["DB::property_value"],
+        |db, dir, name, key, value, n| { db.property_value(name).map(drop) }
+    ),
+    fuzz_op!(
+        "property-int-value",
+        Open,
+        None,
+        Property,
+        [Name],
+        [Valid, Empty, Conflicting, Invalid],
+        ["DB::property_int_value"],
+        |db, dir, name, key, value, n| { db.property_int_value(name).map(drop) }
+    ),
+    fuzz_op!(
+        "cf-metadata",
+        Open,
+        None,
+        None,
+        [],
+        [Valid],
+        ["DB::get_column_family_metadata"],
+        |db, dir, name, key, value, n| {
+            drop(db.get_column_family_metadata());
+            Ok(())
+        }
+    ),
+    fuzz_op!("live-files", Open, None, None, [], [Valid], ["DB::live_files"], |db, dir, name, key, value, n| {
+        db.live_files().map(drop)
+    }),
+    fuzz_op!(
+        "db-identity",
+        Open,
+        None,
+        None,
+        [],
+        [Valid],
+        ["DB::get_db_identity", "DB::latest_sequence_number"],
+        |db, dir, name, key, value, n| {
+            db.latest_sequence_number();
+            db.get_db_identity().map(drop)
+        }
+    ),
+    fuzz_op!(
+        "updates-since",
+        Open,
+        None,
+        None,
+        [N],
+        [Valid, Empty, Large],
+        ["DB::get_updates_since", "DBWALIterator::next"],
+        |db, dir, name, key, value, n| {
+            for item in db.get_updates_since(n)?.take(16) {
+                item?;
+            }
+            Ok(())
+        }
+    ),
+    fuzz_op!(
+        "set-options",
+        Open,
+        None,
+        OptionName,
+        [Name, Value],
+        [Valid, Empty, Conflicting, Invalid],
+        ["DB::set_options"],
+        |db, dir, name, key, value, n| { db.set_options(&[(name, String::from_utf8_lossy(value).as_ref())]) }
+    ),
+    fuzz_op!(
+        "checkpoint",
+        Open,
+        None,
+        NewDir,
+        [Name],
+        [Valid, Empty, Conflicting, Invalid, Large],
+        ["Checkpoint::new", "Checkpoint::create_checkpoint"],
+        |db, dir, name, key, value, n| {
+            let target = dir.join(name);
+            Checkpoint::new(db)?.create_checkpoint(&target)?;
+            let _ = std::fs::remove_dir_all(&target);
+            Ok(())
+        }
+    ),
+    fuzz_op!(
+        "ingest-sst",
+        Open,
+        None,
+        NewDir,
+        [Name, Key, Value],
+        [Valid, Empty, Conflicting, Invalid],
+        [
+            "SstFileWriter::create",
+            "SstFileWriter::open",
+            "SstFileWriter::put",
+            "SstFileWriter::finish",
+            "DB::ingest_external_file"
+        ],
+        |db, dir, name, key, value, n| {
+            let opts = Options::default();
+            let mut writer = SstFileWriter::create(&opts);
+            let file = dir.join(name).with_extension("sst");
+            writer.open(&file)?;
+            writer.put(key, value)?;
+            writer.finish()?;
+            db.ingest_external_file(vec![file])
+        }
+    ),
+    fuzz_op!(
+        "backup",
+        Open,
+        None,
+        NewDir,
+        [Name, N],
+        [Valid, Empty, Invalid, Large],
+        [
+            "BackupEngineOptions::new",
+            "BackupEngine::open",
+            "BackupEngine::create_new_backup",
+            "BackupEngine::purge_old_backups",
+            "BackupEngine::get_backup_info"
+        ],
+        |db, dir, name, key, value, n| {
+            let mut engine = BackupEngine::open(&BackupEngineOptions::new(dir.join(name))?, &Env::new()?)?;
+            engine.create_new_backup(db)?;
+            drop(engine.get_backup_info());
+            engine.purge_old_backups(n.min(8) as usize)
+        }
+    ),
+    fuzz_op!(slot "restore", Any, None, NewDir, [Name, N], [Valid, Empty, Conflicting, Large], ["BackupEngine::open", "BackupEngine::verify_backup", "BackupEngine::restore_from_backup", "RestoreOptions::default"], |db, dir, name, key, value, n| {
+        let mut engine = BackupEngine::open(&BackupEngineOptions::new(dir.join("backup"))?, &Env::new()?)?;
+        engine.verify_backup(n as u32)?;
+        let target = dir.join(name);
+        engine.restore_from_backup(&target, &target, &RestoreOptions::default(), n as u32)
+    }),
+    // Transactions.
+    fuzz_op!(slot "transaction-db", Any, None, NewDir, [Name, Key, Value], [Valid, Empty, Conflicting, Invalid, Large], ["TransactionDB::open", "TransactionDB::transaction", "Transaction::put", "Transaction::get", "Transaction::commit"], |db, dir, name, key, value, n| {
+        let txn_db = TransactionDB::<SingleThreaded>::open(&created(), &TransactionDBOptions::default(), dir.join(name))?;
+        let txn = txn_db.transaction();
+        txn.put(key, value)?;
+        txn.get(key)?;
+        txn.commit()
+    }),
+    fuzz_op!(slot "optimistic-conflict", Any, None, NewDir, [Name, Key], [Valid, Empty, Large], ["OptimisticTransactionDB::open", "OptimisticTransactionDB::transaction", "Transaction::get_for_update", "Transaction::commit"], |db, dir, name, key, value, n| {
+        let otxn = OptimisticTransactionDB::<SingleThreaded>::open(&created(), dir.join(name))?;
+        let txn = otxn.transaction();
+        txn.get_for_update(key, true)?;
+        otxn.put(key, b"outside")?;
+        txn.put(key, b"inside")?;
+        txn.commit()
+    }),
+    // Options and the objects they hold.
+    fuzz_op!(slot "options-comparator", Any, None, Label, [Name], [Valid, Empty, Invalid, Large], ["Options::set_comparator"], |db, dir, name, key, value, n| {
+        let mut o = Options::default();
+        o.set_comparator(name, Box::new(|a: &[u8], b: &[u8]| b.cmp(a)));
+        drop(o);
+        Ok(())
+    }),
+    fuzz_op!(slot "options-compaction-filter", Any, None, Label, [Name], [Valid, Empty, Invalid, Large], ["Options::set_compaction_filter"], |db, dir, name, key, value, n| {
+        let mut o = Options::default();
+        o.set_compaction_filter(name, |_level: u32, _key: &[u8], _value: &[u8]| CompactionDecision::Keep);
+        drop(o);
+        Ok(())
+    }),
+    fuzz_op!(slot "options-merge-operator", Any, None, Label, [Name], [Valid, Empty, Invalid, Large], ["Options::set_merge_operator_associative"], |db, dir, name, key, value, n| {
+        let mut o = Options::default();
+        o.set_merge_operator_associative(name, concat);
+        drop(o);
+        Ok(())
+    }),
+    fuzz_op!(slot "options-prefix-extractor", Any, None, None, [N], [Valid, Empty, Large], ["Options::set_prefix_extractor", "SliceTransform::create_fixed_prefix"], |db, dir, name, key, value, n| {
+        let mut o = Options::default();
+        o.set_prefix_extractor(SliceTransform::create_fixed_prefix(n as usize));
+        drop(o);
+        Ok(())
+    }),
+    fuzz_op!(slot "options-block-based", Any, None, None, [N], [Valid, Empty, Large], ["BlockBasedOptions::default", "BlockBasedOptions::set_bloom_filter", "BlockBasedOptions::set_block_cache", "Options::set_block_based_table_factory", "Cache::new_lru_cache"], |db, dir, name, key, value, n| {
+        let mut b = BlockBasedOptions::default();
+        b.set_bloom_filter((n % 64) as f64, false);
+        b.set_block_cache(&Cache::new_lru_cache(n as usize));
+        let mut o = Options::default();
+        o.set_block_based_table_factory(&b);
+        drop(o);
+        Ok(())
+    }),
+    fuzz_op!(slot "options-statistics", Any, None, None, [], [Valid], ["Options::enable_statistics", "Options::get_statistics"], |db, dir, name, key, value, n| {
+        let mut o = Options::default();
+        o.enable_statistics();
+        drop(o.get_statistics());
+        Ok(())
+    }),
+    fuzz_op!(slot "options-row-cache-env", Any, None, None, [N], [Valid, Empty, Large], ["Options::set_row_cache", "Options::set_env", "Env::new", "Cache::new_hyper_clock_cache"], |db, dir, name, key, value, n| {
+        let mut o = Options::default();
+        o.set_row_cache(&Cache::new_hyper_clock_cache(n as usize, 0));
+        o.set_env(&Env::new()?);
+        drop(o);
+        Ok(())
+    }),
+    fuzz_op!(slot "write-buffer-manager", Any, None, None, [N], [Valid, Empty, Large], ["WriteBufferManager::new_write_buffer_manager"], |db, dir, name, key, value, n| {
+        drop(WriteBufferManager::new_write_buffer_manager(n as usize, false));
+        Ok(())
+    }),
+    fuzz_op!(slot "sst-writer", Any, None, NewDir, [Name, Key, Value], [Valid, Empty, Repeated, Invalid, Large], ["SstFileWriter::create", "SstFileWriter::open", "SstFileWriter::put", "SstFileWriter::delete", "SstFileWriter::finish"], |db, dir, name, key, value, n| {
+        let opts = Options::default();
+        let mut writer = SstFileWriter::create(&opts);
+        writer.open(dir.join(name).with_extension("sst"))?;
+        writer.put(key, value)?;
+        writer.delete(key)?;
+        writer.finish()
+    }),
+];
+
+/// The op of that name, the planted ones included.
+pub fn op(name: &str) -> Option<&'static Op> {
+    OPS.iter().chain(super::planted::PLANTED_OPS).find(|o| o.name == name)
+}
