@@ -20,6 +20,7 @@ use serde::{Deserialize, Serialize};
 
 pub mod fuzz;
 pub mod paths;
+pub mod surface;
 
 pub use paths::{path, SweepPath, PATHS, PLANTED};
 
@@ -123,6 +124,9 @@ pub enum SweepError {
     /// Native allocations are not visible to jemalloc, so there is no byte signal to sweep with.
     #[error("no byte signal: {0}")]
     Coverage(leakcheck::probe::ProbeError),
+    /// The binding's source could not be read.
+    #[error("the binding's source: {0}")]
+    Surface(surface::SurfaceError),
     /// A fuzz program that is not valid.
     #[error("program: {0}")]
     Program(#[from] fuzz::program::ProgramError),
@@ -397,6 +401,10 @@ pub struct SweepArgs {
     /// Name the fuzz's ops, with their classes and the binding functions they reach, and exit.
     #[arg(long)]
     pub list_ops: bool,
+    /// Print the reached-functions table: every public function of the binding that reaches
+    /// RocksDB's C API, with the ops that call it or why none does; and exit.
+    #[arg(long)]
+    pub reached: bool,
     /// Run one program given as JSON in this process and print its result as JSON (what each
     /// fuzz child does).
     #[arg(long, value_name = "JSON", hide = true)]
@@ -431,6 +439,18 @@ fn run_cli(prefix: &[&str], args: &SweepArgs) -> Result<u8, SweepError> {
         for op in fuzz::ops::OPS.iter().chain(fuzz::planted::PLANTED_OPS) {
             let classes: Vec<&str> = op.classes.iter().map(|c| c.name()).collect();
             println!("{:<28} {:<44} {}", op.name, classes.join(","), op.reaches.join(" "));
+        }
+        return Ok(0);
+    }
+    if args.reached {
+        let src = surface::binding_source(ROCKSDB_VERSION).map_err(SweepError::Surface)?;
+        let rows = fuzz::reached::table(&src).map_err(SweepError::Surface)?;
+        if args.json {
+            let text = serde_json::to_string_pretty(&rows)
+                .map_err(|e| SweepError::Run { path: "reached".to_string(), message: e.to_string() })?;
+            println!("{text}");
+        } else {
+            print!("{}", fuzz::reached::render(&rows, ROCKSDB_VERSION));
         }
         return Ok(0);
     }

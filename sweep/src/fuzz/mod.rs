@@ -19,6 +19,8 @@ pub mod ops;
 pub mod planted;
 pub mod prelude;
 pub mod program;
+pub mod reached;
+pub mod setters;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -457,6 +459,30 @@ pub fn shrink(exe: &Exe, found: ProgramRun, budget: u32) -> (ProgramRun, u32) {
             }
         }
         break;
+    }
+    // A setters step down to the one setter that leaks, by halves.
+    for i in 0..best.program.steps.len() {
+        while best.program.steps[i].op == "options-setters" && checks < budget {
+            let range = setters::parse_range(&best.program.steps[i].args.key.bytes(0));
+            if range.len() <= 1 {
+                break;
+            }
+            let mid = range.start + range.len() / 2;
+            let halves: Vec<Program> = [range.start..mid, mid..range.end]
+                .into_iter()
+                .map(|r| {
+                    let mut p = best.program.clone();
+                    p.steps[i].args.key = program::Text::Lit(format!("{}..{}", r.start, r.end));
+                    p
+                })
+                .collect();
+            checks += 2;
+            let runs = leakcheck::runner::in_parallel(halves, 2, |p| exe.run(&p));
+            match runs.into_iter().find(leaks) {
+                Some(Ok(run)) => best = run,
+                _ => break,
+            }
+        }
     }
     // Plainer classes, step by step.
     for i in 0..best.program.steps.len() {

@@ -12,9 +12,9 @@
 use rocksdb::backup::{BackupEngine, BackupEngineOptions, RestoreOptions};
 use rocksdb::checkpoint::Checkpoint;
 use rocksdb::{
-    BlockBasedOptions, Cache, ColumnFamilyDescriptor, CompactionDecision, Direction, Env, IteratorMode, MergeOperands,
-    OptimisticTransactionDB, Options, Range, SingleThreaded, SliceTransform, SstFileWriter, TransactionDB,
-    TransactionDBOptions, WriteBatch, WriteBufferManager, DB,
+    BlockBasedOptions, Cache, ColumnFamilyDescriptor, CompactOptions, CompactionDecision, Direction, Env, FlushOptions,
+    IteratorMode, MergeOperands, OptimisticTransactionDB, Options, Range, ReadOptions, SingleThreaded, SliceTransform,
+    SstFileWriter, TransactionDB, TransactionDBOptions, WriteBatch, WriteBufferManager, WriteOptions, DB,
 };
 use serde::{Deserialize, Serialize};
 
@@ -108,6 +108,8 @@ pub enum Role {
     Label,
     /// A mutable option (`set_options`): the value comes in `value`.
     OptionName,
+    /// A type with generated setters (`options-setters`): the range of them in `key`.
+    SetterType,
 }
 
 /// Which arguments an op takes (the snippet declares only those).
@@ -752,6 +754,407 @@ pub const OPS: &[Op] = &[
         engine.restore_from_backup(&target, &target, &RestoreOptions::default(), n as u32)
     }),
     // Transactions.
+    // Column-family and `_opt` variants, several calls a step (the snippet shows them all).
+    fuzz_op!(
+        "cf-reads",
+        Open,
+        None,
+        Cf,
+        [Name, Key],
+        [Valid, Empty, Conflicting, Large],
+        [
+            "DB::cf_handle",
+            "DB::get_cf_opt",
+            "DB::get_pinned_cf",
+            "DB::get_pinned_cf_opt",
+            "DB::multi_get_cf",
+            "DB::multi_get_cf_opt",
+            "DB::batched_multi_get_cf",
+            "DB::key_may_exist_cf",
+            "DB::key_may_exist_cf_opt",
+            "DB::key_may_exist_cf_opt_value",
+            "DB::property_value_cf",
+            "DB::property_int_value_cf",
+            "DB::get_approximate_sizes_cf",
+            "DB::full_iterator_cf",
+            "DB::prefix_iterator_cf",
+            "DB::iterator_cf",
+            "DB::iterator_cf_opt",
+            "DB::raw_iterator_cf",
+            "DB::raw_iterator_cf_opt",
+            "DBRawIterator::seek_to_first",
+            "DBRawIterator::seek_to_last",
+            "DBRawIterator::seek_for_prev",
+            "DBRawIterator::prev",
+            "DBRawIterator::key",
+            "DBRawIterator::value",
+            "DBRawIterator::item",
+            "DBRawIterator::valid",
+            "DBRawIterator::refresh",
+            "ReadOptions::default"
+        ],
+        |db, dir, name, key, value, n| {
+            let Some(cf) = db.cf_handle(name) else { return Ok(()) };
+            db.get_cf_opt(cf, key, &ReadOptions::default())?;
+            db.get_pinned_cf(cf, key)?;
+            db.get_pinned_cf_opt(cf, key, &ReadOptions::default())?;
+            for r in db.multi_get_cf([(cf, key), (cf, key)]) {
+                r?;
+            }
+            for r in db.multi_get_cf_opt([(cf, key)], &ReadOptions::default()) {
+                r?;
+            }
+            for r in db.batched_multi_get_cf(cf, [key], false) {
+                r?;
+            }
+            db.key_may_exist_cf(cf, key);
+            db.key_may_exist_cf_opt(cf, key, &ReadOptions::default());
+            drop(db.key_may_exist_cf_opt_value(cf, key, &ReadOptions::default()));
+            db.property_value_cf(cf, "rocksdb.estimate-num-keys")?;
+            db.property_int_value_cf(cf, "rocksdb.estimate-num-keys")?;
+            drop(db.get_approximate_sizes_cf(cf, &[Range::new(b"a", b"z")]));
+            for item in db.full_iterator_cf(cf, IteratorMode::Start).take(8) {
+                item?;
+            }
+            for item in db.prefix_iterator_cf(cf, key).take(8) {
+                item?;
+            }
+            for item in db.iterator_cf(cf, IteratorMode::End).take(8) {
+                item?;
+            }
+            for item in db.iterator_cf_opt(cf, ReadOptions::default(), IteratorMode::Start).take(8) {
+                item?;
+            }
+            drop(db.raw_iterator_cf_opt(cf, ReadOptions::default()));
+            let mut it = db.raw_iterator_cf(cf);
+            it.seek_to_first();
+            it.seek_to_last();
+            it.seek_for_prev(key);
+            if it.valid() {
+                let _ = (it.key(), it.value(), it.item());
+                it.prev();
+            }
+            it.refresh()?;
+            it.status()
+        }
+    ),
+    fuzz_op!(
+        "cf-writes",
+        Open,
+        None,
+        Cf,
+        [Name, Key, Value],
+        [Valid, Empty, Conflicting, Large],
+        [
+            "DB::cf_handle",
+            "DB::put_cf_opt",
+            "DB::put_opt",
+            "DB::delete_cf",
+            "DB::delete_cf_opt",
+            "DB::delete_opt",
+            "DB::merge_cf",
+            "DB::merge_opt",
+            "DB::delete_range_cf_opt",
+            "DB::compact_range_cf",
+            "DB::compact_range_cf_opt",
+            "DB::compact_range_opt",
+            "DB::flush_cf_opt",
+            "DB::flush_opt",
+            "DB::flush_cfs_opt",
+            "DB::flush_wal",
+            "DB::write_opt",
+            "DB::write_without_wal",
+            "DB::delete_file_in_range",
+            "DB::delete_file_in_range_cf",
+            "DB::cancel_all_background_work",
+            "WriteOptions::default",
+            "WriteOptions::disable_wal",
+            "FlushOptions::default",
+            "CompactOptions::default"
+        ],
+        |db, dir, name, key, value, n| {
+            let Some(cf) = db.cf_handle(name) else { return Ok(()) };
+            let mut wo = WriteOptions::default();
+            wo.disable_wal(false);
+            db.put_cf_opt(cf, key, value, &wo)?;
+            db.put_opt(key, value, &wo)?;
+            db.delete_cf(cf, key)?;
+            db.delete_cf_opt(cf, key, &wo)?;
+            db.delete_opt(key, &wo)?;
+            let _ = db.merge_cf(cf, key, value); // no merge operator: an error
+            let _ = db.merge_opt(key, value, &wo);
+            db.delete_range_cf_opt(cf, b"a", b"b", &wo)?;
+            db.compact_range_cf(cf, Some(b"a"), Some(b"z"));
+            db.compact_range_cf_opt(cf, Some(b"a"), Some(b"z"), &CompactOptions::default());
+            db.compact_range_opt(None::<&[u8]>, None::<&[u8]>, &CompactOptions::default());
+            db.flush_cf_opt(cf, &FlushOptions::default())?;
+            db.flush_opt(&FlushOptions::default())?;
+            db.flush_cfs_opt(&[cf], &FlushOptions::default())?;
+            db.flush_wal(false)?;
+            let mut batch = WriteBatch::default();
+            batch.put_cf(cf, key, value);
+            db.write_opt(batch, &wo)?;
+            let mut batch = WriteBatch::default();
+            batch.delete_cf(cf, key);
+            db.write_without_wal(batch)?;
+            db.delete_file_in_range(b"x", b"y")?;
+            db.delete_file_in_range_cf(cf, b"x", b"y")
+        }
+    ),
+    fuzz_op!(
+        "read-options",
+        Open,
+        None,
+        None,
+        [Key, Value],
+        [Valid, Empty, Invalid, Large],
+        [
+            "ReadOptions::default",
+            "ReadOptions::set_iterate_lower_bound",
+            "ReadOptions::set_iterate_upper_bound",
+            "ReadOptions::fill_cache",
+            "ReadOptions::set_snapshot",
+            "DB::get_opt",
+            "DB::get_pinned_opt",
+            "DB::multi_get_opt",
+            "DB::iterator_opt",
+            "DB::snapshot"
+        ],
+        |db, dir, name, key, value, n| {
+            let snapshot = db.snapshot();
+            let mut ro = ReadOptions::default();
+            ro.set_iterate_lower_bound(key.to_vec());
+            ro.set_iterate_upper_bound(value.to_vec());
+            ro.fill_cache(false);
+            ro.set_snapshot(&snapshot);
+            db.get_opt(key, &ro)?;
+            db.get_pinned_opt(key, &ro)?;
+            for r in db.multi_get_opt([key], &ro) {
+                r?;
+            }
+            for item in db.iterator_opt(IteratorMode::Start, ro).take(16) {
+                item?;
+            }
+            Ok(())
+        }
+    ),
+    fuzz_op!(
+        "snapshot-reads",
+        Open,
+        None,
+        Cf,
+        [Name, Key],
+        [Valid, Empty, Conflicting],
+        [
+            "DB::snapshot",
+            "Snapshot::get_cf",
+            "Snapshot::get_pinned",
+            "Snapshot::get_pinned_cf",
+            "Snapshot::multi_get",
+            "Snapshot::multi_get_cf",
+            "Snapshot::iterator_cf",
+            "Snapshot::iterator_cf_opt",
+            "Snapshot::raw_iterator_cf",
+            "Snapshot::raw_iterator_cf_opt"
+        ],
+        |db, dir, name, key, value, n| {
+            let snapshot = db.snapshot();
+            snapshot.get_pinned(key)?;
+            for r in snapshot.multi_get([key]) {
+                r?;
+            }
+            let Some(cf) = db.cf_handle(name) else { return Ok(()) };
+            snapshot.get_cf(cf, key)?;
+            snapshot.get_pinned_cf(cf, key)?;
+            for r in snapshot.multi_get_cf([(cf, key)]) {
+                r?;
+            }
+            for item in snapshot.iterator_cf(cf, IteratorMode::Start).take(8) {
+                item?;
+            }
+            for item in snapshot.iterator_cf_opt(cf, ReadOptions::default(), IteratorMode::End).take(8) {
+                item?;
+            }
+            drop(snapshot.raw_iterator_cf_opt(cf, ReadOptions::default()));
+            let it = snapshot.raw_iterator_cf(cf);
+            it.status()
+        }
+    ),
+    fuzz_op!(
+        "write-batch-full",
+        Open,
+        None,
+        None,
+        [Key, Value],
+        [Valid, Empty, Repeated, Large],
+        [
+            "WriteBatch::with_capacity_bytes",
+            "WriteBatch::put_cf",
+            "WriteBatch::delete_cf",
+            "WriteBatch::delete_range",
+            "WriteBatch::delete_range_cf",
+            "WriteBatch::merge",
+            "WriteBatch::merge_cf",
+            "WriteBatch::single_delete",
+            "WriteBatch::put_log_data",
+            "WriteBatch::len",
+            "WriteBatch::size_in_bytes",
+            "WriteBatch::data",
+            "WriteBatch::from_data",
+            "WriteBatch::clear",
+            "DB::write"
+        ],
+        |db, dir, name, key, value, n| {
+            let Some(cf) = db.cf_handle("cf") else { return Ok(()) };
+            let mut batch = WriteBatch::with_capacity_bytes(1024);
+            batch.put_cf(cf, key, value);
+            batch.delete_cf(cf, key);
+            batch.delete_range(key, value);
+            batch.delete_range_cf(cf, key, value);
+            batch.merge(key, value);
+            batch.merge_cf(cf, key, value);
+            batch.single_delete(key);
+            batch.put_log_data(value);
+            let copy = WriteBatch::from_data(batch.data());
+            let _ = (batch.len(), batch.size_in_bytes());
+            batch.clear();
+            drop(batch);
+            let _ = db.write(copy); // merges without a merge operator: an error
+            Ok(())
+        }
+    ),
+    fuzz_op!(
+        "memory-usage",
+        Open,
+        None,
+        None,
+        [N],
+        [Valid, Empty, Large],
+        [
+            "MemoryUsageBuilder::new",
+            "MemoryUsageBuilder::add_db",
+            "MemoryUsageBuilder::add_cache",
+            "MemoryUsageBuilder::build",
+            "MemoryUsage::approximate_mem_table_total",
+            "MemoryUsage::approximate_mem_table_unflushed",
+            "MemoryUsage::approximate_mem_table_readers_total",
+            "MemoryUsage::approximate_cache_total",
+            "Cache::new_lru_cache"
+        ],
+        |db, dir, name, key, value, n| {
+            let cache = Cache::new_lru_cache(n as usize);
+            let mut builder = rocksdb::perf::MemoryUsageBuilder::new()?;
+            builder.add_db(db);
+            builder.add_cache(&cache);
+            let usage = builder.build()?;
+            let _ = (
+                usage.approximate_mem_table_total(),
+                usage.approximate_mem_table_unflushed(),
+                usage.approximate_mem_table_readers_total(),
+                usage.approximate_cache_total(),
+            );
+            Ok(())
+        }
+    ),
+    fuzz_op!(slot "cache-and-buffer-manager", Any, None, None, [N], [Valid, Empty, Large], ["LruCacheOptions::default", "LruCacheOptions::set_capacity", "Cache::new_lru_cache_opts", "Cache::set_capacity", "Cache::get_usage", "Cache::get_pinned_usage", "WriteBufferManager::new_write_buffer_manager_with_cache", "WriteBufferManager::enabled", "WriteBufferManager::get_usage", "WriteBufferManager::get_buffer_size", "WriteBufferManager::set_buffer_size", "WriteBufferManager::set_allow_stall"], |db, dir, name, key, value, n| {
+        let mut lru = rocksdb::LruCacheOptions::default();
+        lru.set_capacity(n as usize);
+        let mut cache = Cache::new_lru_cache_opts(&lru);
+        cache.set_capacity(n as usize);
+        let _ = (cache.get_usage(), cache.get_pinned_usage());
+        let wbm = WriteBufferManager::new_write_buffer_manager_with_cache(n as usize, false, cache);
+        let _ = (wbm.enabled(), wbm.get_usage(), wbm.get_buffer_size());
+        wbm.set_buffer_size(n as usize);
+        wbm.set_allow_stall(true);
+        Ok(())
+    }),
+    fuzz_op!(slot "perf-context", Any, None, None, [], [Valid], ["PerfContext::default", "PerfContext::reset", "PerfContext::metric", "PerfContext::report"], |db, dir, name, key, value, n| {
+        let mut ctx = rocksdb::perf::PerfContext::default();
+        ctx.reset();
+        let _ = ctx.metric(rocksdb::PerfMetric::BlockReadCount);
+        drop(ctx.report(true));
+        Ok(())
+    }),
+    fuzz_op!(slot "options-misc", Any, None, NewDir, [Name, N], [Valid, Empty, Invalid, Large], ["Options::default", "Options::clone", "Options::increase_parallelism", "Options::optimize_for_point_lookup", "Options::optimize_level_style_compaction", "Options::optimize_universal_style_compaction", "Options::prepare_for_bulk_load", "Options::create_if_missing", "Options::create_missing_column_families", "Options::set_db_log_dir", "Options::set_wal_dir", "Options::get_use_fsync", "Options::set_compression_type", "Options::set_compaction_style", "Options::set_log_level", "Options::get_histogram_data", "Options::get_ticker_count", "HistogramData::count", "HistogramData::median", "HistogramData::p99", "SliceTransform::create_noop"], |db, dir, name, key, value, n| {
+        let mut o = Options::default();
+        o.increase_parallelism((n % 8) as i32);
+        o.optimize_for_point_lookup(n % 1024);
+        o.optimize_level_style_compaction((n % (1 << 30)) as usize);
+        o.optimize_universal_style_compaction((n % (1 << 30)) as usize);
+        o.prepare_for_bulk_load();
+        o.create_if_missing(true);
+        o.create_missing_column_families(true);
+        o.set_db_log_dir(dir.join(name));
+        o.set_wal_dir(dir.join(name));
+        o.set_compression_type(rocksdb::DBCompressionType::None);
+        o.set_compaction_style(rocksdb::DBCompactionStyle::Universal);
+        o.set_log_level(rocksdb::LogLevel::Warn);
+        o.set_prefix_extractor(SliceTransform::create_noop());
+        o.enable_statistics();
+        let h = o.get_histogram_data(rocksdb::statistics::Histogram::DbGet);
+        let _ = (h.count(), h.median(), h.p99(), o.get_ticker_count(rocksdb::statistics::Ticker::BlockCacheMiss));
+        let _ = o.get_use_fsync();
+        let copy = o.clone();
+        drop((o, copy));
+        Ok(())
+    }),
+    fuzz_op!(slot "transaction-db-full", Any, None, NewDir, [Name, Key, Value], [Valid, Empty, Conflicting, Large], ["TransactionDB::open_cf", "TransactionDB::put", "TransactionDB::put_cf", "TransactionDB::put_opt", "TransactionDB::get", "TransactionDB::get_cf", "TransactionDB::get_pinned", "TransactionDB::multi_get", "TransactionDB::delete", "TransactionDB::delete_cf", "TransactionDB::merge", "TransactionDB::flush", "TransactionDB::flush_wal", "TransactionDB::create_cf", "TransactionDB::drop_cf", "TransactionDB::iterator_cf", "TransactionDB::raw_iterator_cf", "TransactionDB::prefix_iterator_cf", "TransactionDB::write", "TransactionDB::transaction_opt", "TransactionDB::list_cf", "TransactionOptions::default", "WriteOptions::default", "Transaction::set_name", "Transaction::get_name", "Transaction::set_savepoint", "Transaction::rollback_to_savepoint", "Transaction::put_cf", "Transaction::get_cf", "Transaction::get_for_update_cf", "Transaction::get_pinned", "Transaction::delete", "Transaction::delete_cf", "Transaction::merge", "Transaction::multi_get", "Transaction::iterator_cf", "Transaction::raw_iterator_cf", "Transaction::get_writebatch", "Transaction::rebuild_from_writebatch", "Transaction::prepare", "Transaction::rollback"], |db, dir, name, key, value, n| {
+        let path = dir.join(name);
+        let mut txn_db = TransactionDB::<SingleThreaded>::open_cf(&created(), &TransactionDBOptions::default(), &path, ["cf"])?;
+        drop(TransactionDB::<SingleThreaded>::list_cf(&Options::default(), &path)?);
+        let _ = txn_db.create_cf("extra", &Options::default());
+        let _ = txn_db.drop_cf("extra");
+        let Some(cf) = txn_db.cf_handle("cf") else { return Ok(()) };
+        txn_db.put(key, value)?;
+        txn_db.put_cf(cf, key, value)?;
+        txn_db.put_opt(key, value, &WriteOptions::default())?;
+        txn_db.get(key)?;
+        txn_db.get_cf(cf, key)?;
+        txn_db.get_pinned(key)?;
+        for r in txn_db.multi_get([key]) {
+            r?;
+        }
+        let _ = txn_db.merge(key, value); // no merge operator: an error
+        for item in txn_db.iterator_cf(cf, IteratorMode::Start).take(8) {
+            item?;
+        }
+        for item in txn_db.prefix_iterator_cf(cf, key).take(8) {
+            item?;
+        }
+        txn_db.raw_iterator_cf(cf).status()?;
+        let mut batch = rocksdb::WriteBatchWithTransaction::<true>::default();
+        batch.put(key, value);
+        txn_db.write(batch)?;
+        txn_db.flush()?;
+        txn_db.flush_wal(false)?;
+        let txn = txn_db.transaction_opt(&WriteOptions::default(), &rocksdb::TransactionOptions::default());
+        txn.set_name(b"t1")?;
+        drop(txn.get_name());
+        txn.set_savepoint();
+        txn.put_cf(cf, key, value)?;
+        txn.rollback_to_savepoint()?;
+        txn.get_cf(cf, key)?;
+        txn.get_for_update_cf(cf, key, true)?;
+        txn.get_pinned(key)?;
+        for r in txn.multi_get([key]) {
+            r?;
+        }
+        let _ = txn.merge(key, value);
+        txn.delete(key)?;
+        txn.delete_cf(cf, key)?;
+        for item in txn.iterator_cf(cf, IteratorMode::Start).take(8) {
+            item?;
+        }
+        txn.raw_iterator_cf(cf).status()?;
+        let wb = txn.get_writebatch();
+        txn.rebuild_from_writebatch(&wb)?;
+        txn.prepare()?;
+        txn.rollback()?;
+        drop(txn);
+        txn_db.delete(key)?;
+        txn_db.delete_cf(cf, key)?;
+        Ok(())
+    }),
     fuzz_op!(slot "transaction-db", Any, None, NewDir, [Name, Key, Value], [Valid, Empty, Conflicting, Invalid, Large], ["TransactionDB::open", "TransactionDB::transaction", "Transaction::put", "Transaction::get", "Transaction::commit"], |db, dir, name, key, value, n| {
         let txn_db = TransactionDB::<SingleThreaded>::open(&created(), &TransactionDBOptions::default(), dir.join(name))?;
         let txn = txn_db.transaction();
@@ -812,6 +1215,10 @@ pub const OPS: &[Op] = &[
         o.set_row_cache(&Cache::new_hyper_clock_cache(n as usize, 0));
         o.set_env(&Env::new()?);
         drop(o);
+        Ok(())
+    }),
+    fuzz_op!(slot "options-setters", Any, None, SetterType, [Name, Key, N], [Valid, Empty, Invalid, Large], [], |db, dir, name, key, value, n| {
+        super::setters::call_range(super::setters::parse_range(key), n);
         Ok(())
     }),
     fuzz_op!(slot "write-buffer-manager", Any, None, None, [N], [Valid, Empty, Large], ["WriteBufferManager::new_write_buffer_manager"], |db, dir, name, key, value, n| {

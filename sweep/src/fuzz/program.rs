@@ -243,12 +243,23 @@ impl Model {
             Role::OptionName if conflicting => Text::lit("no_such_option"),
             Role::OptionName if class == ArgClass::Invalid => Text::lit("write_buffer_size"),
             Role::OptionName => Text::lit("disable_auto_compactions"),
+            Role::SetterType => Text::default(), // drawn in `draw`
         }
     }
 
     /// The arguments a step of `op` draws for `class`.
     pub fn draw(&mut self, op: &Op, class: ArgClass, rng: &mut Rng) -> Args {
         let mut args = Args::default();
+        if op.role == Role::SetterType {
+            // A type, all its setters, and the value class (`setters::value_class`).
+            let types = super::setters::types();
+            let ty = types.get(rng.below(types.len())).copied().unwrap_or("Options");
+            let r = super::setters::range_of(ty);
+            args.name = Text::lit(ty);
+            args.key = Text::lit(format!("{}..{}", r.start, r.end));
+            args.n = super::setters::value_class(class);
+            return args;
+        }
         if op.takes(Arg::Name) {
             args.name = self.name(op, class, rng);
         }
@@ -429,7 +440,7 @@ pub fn snippet(program: &Program, header: &[String]) -> String {
         let code: Vec<&str> = item.lines().filter(|l| !l.trim_start().starts_with("//")).collect();
         let _ = writeln!(prelude, "{}\n", code.join("\n"));
     }
-    let _ = writeln!(out, "#![allow(unused_imports, unused_variables)]");
+    let _ = writeln!(out, "#![allow(unused_imports, unused_variables, deprecated)]");
     let _ = writeln!(out, "use rocksdb::backup::{{BackupEngine, BackupEngineOptions, RestoreOptions}};");
     let _ = writeln!(out, "use rocksdb::checkpoint::Checkpoint;");
     let _ = writeln!(out, "use rocksdb::*;");
@@ -447,6 +458,12 @@ pub fn snippet(program: &Program, header: &[String]) -> String {
     for step in &program.steps {
         let Some(op) = ops::op(&step.op) else { continue };
         let _ = writeln!(out, "// {}", step.label());
+        if op.role == Role::SetterType {
+            for i in super::setters::parse_range(&step.args.key.bytes(0)) {
+                let _ = writeln!(out, "{}", super::setters::render(i, step.args.n));
+            }
+            continue;
+        }
         let _ = writeln!(
             out,
             "{}",
@@ -591,7 +608,9 @@ mod tests {
             assert!(s.contains("fn fixture(") && s.contains("fn main()"), "{s}");
             let step = p.steps.last().expect("a step");
             let op = ops::op(&step.op).expect("op");
-            if op.takes(Arg::Name) {
+            if op.role == Role::SetterType {
+                assert!(s.contains("::default(); o.set_") || s.contains("::default();\n"), "{s}");
+            } else if op.takes(Arg::Name) {
                 assert!(s.contains("let name: &str ="), "{s}");
             }
             assert!(s.contains(&format!("// {}", step.label())), "{s}");
