@@ -36,6 +36,17 @@ fn main() {
         }
     }
     println!("cargo:rustc-env=LEAKCHECK_SWEEP_ROCKSDB={version}");
+    // Ops of functions added in 0.25 are built on 0.25 and later only.
+    println!("cargo:rustc-check-cfg=cfg(rocksdb_0_25)");
+    let minor: Option<(u32, u32)> = version
+        .split('.')
+        .map(|p| p.parse().ok())
+        .take(2)
+        .collect::<Option<Vec<u32>>>()
+        .and_then(|v| Some((*v.first()?, *v.get(1)?)));
+    if minor.is_some_and(|m| m >= (0, 25)) {
+        println!("cargo:rustc-cfg=rocksdb_0_25");
+    }
     println!("cargo:rerun-if-changed=src/surface.rs");
     let setters = match surface::binding_source(&version) {
         Ok(src) => setters(&src).unwrap_or_else(|e| {

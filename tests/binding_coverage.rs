@@ -161,7 +161,11 @@ fn every_handle_returning_function_of_the_locked_binding_is_shadowed_or_disallow
                 || (via.is_some() && f.by_value_self)
                 // A constructor names its type; a disallowed type nobody derefs to is reached
                 // only through functions checked here themselves.
-                || (type_disallowed && (!takes_self || via.is_none()));
+                || (type_disallowed && (!takes_self || via.is_none()))
+                // An impl on a disallowed alias (`impl OptimisticTransactionDB<T>`, an alias of
+                // `DBCommon<T, OptimisticTransactionDBInner>`): only values of that alias have the
+                // method, and making one names the disallowed type.
+                || (dis_types.contains(&f.ty) && f.ty != ty);
             if !accounted {
                 let through = via.map_or(String::new(), |ws| {
                     format!(" (reached through {})", ws.iter().map(|(w, _)| w.as_str()).collect::<Vec<_>>().join(", "))

@@ -389,7 +389,14 @@ pub fn types(files: &[(String, String)]) -> Types {
                 continue;
             }
             let rest = &text[i + 5..];
-            let Some(eq) = rest.find('=') else { continue };
+            // The `=` after the alias's own generics (whose defaults have `=` too).
+            let name_end = rest.find(|c: char| !(c.is_alphanumeric() || c == '_' || c.is_whitespace())).unwrap_or(0);
+            let after = if rest.as_bytes().get(name_end) == Some(&b'<') {
+                skip_angles(rest.as_bytes(), name_end)
+            } else {
+                name_end
+            };
+            let Some(eq) = rest[after..].find('=').map(|p| after + p) else { continue };
             let end = rest.find(';').unwrap_or(rest.len());
             if eq < end {
                 t.aliases.insert(type_name(rest), type_name(&rest[eq + 1..end]));

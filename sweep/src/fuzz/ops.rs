@@ -790,7 +790,6 @@ pub const OPS: &[Op] = &[
             "DBRawIterator::value",
             "DBRawIterator::item",
             "DBRawIterator::valid",
-            "DBRawIterator::refresh",
             "ReadOptions::default"
         ],
         |db, dir, name, key, value, n| {
@@ -834,7 +833,6 @@ pub const OPS: &[Op] = &[
                 let _ = (it.key(), it.value(), it.item());
                 it.prev();
             }
-            it.refresh()?;
             it.status()
         }
     ),
@@ -995,7 +993,6 @@ pub const OPS: &[Op] = &[
             "WriteBatch::delete_range_cf",
             "WriteBatch::merge",
             "WriteBatch::merge_cf",
-            "WriteBatch::single_delete",
             "WriteBatch::put_log_data",
             "WriteBatch::len",
             "WriteBatch::size_in_bytes",
@@ -1013,7 +1010,6 @@ pub const OPS: &[Op] = &[
             batch.delete_range_cf(cf, key, value);
             batch.merge(key, value);
             batch.merge_cf(cf, key, value);
-            batch.single_delete(key);
             batch.put_log_data(value);
             let copy = WriteBatch::from_data(batch.data());
             let _ = (batch.len(), batch.size_in_bytes());
@@ -1098,7 +1094,7 @@ pub const OPS: &[Op] = &[
         drop((o, copy));
         Ok(())
     }),
-    fuzz_op!(slot "transaction-db-full", Any, None, NewDir, [Name, Key, Value], [Valid, Empty, Conflicting, Large], ["TransactionDB::open_cf", "TransactionDB::put", "TransactionDB::put_cf", "TransactionDB::put_opt", "TransactionDB::get", "TransactionDB::get_cf", "TransactionDB::get_pinned", "TransactionDB::multi_get", "TransactionDB::delete", "TransactionDB::delete_cf", "TransactionDB::merge", "TransactionDB::flush", "TransactionDB::flush_wal", "TransactionDB::create_cf", "TransactionDB::drop_cf", "TransactionDB::iterator_cf", "TransactionDB::raw_iterator_cf", "TransactionDB::prefix_iterator_cf", "TransactionDB::write", "TransactionDB::transaction_opt", "TransactionDB::list_cf", "TransactionOptions::default", "WriteOptions::default", "Transaction::set_name", "Transaction::get_name", "Transaction::set_savepoint", "Transaction::rollback_to_savepoint", "Transaction::put_cf", "Transaction::get_cf", "Transaction::get_for_update_cf", "Transaction::get_pinned", "Transaction::delete", "Transaction::delete_cf", "Transaction::merge", "Transaction::multi_get", "Transaction::iterator_cf", "Transaction::raw_iterator_cf", "Transaction::get_writebatch", "Transaction::rebuild_from_writebatch", "Transaction::prepare", "Transaction::rollback"], |db, dir, name, key, value, n| {
+    fuzz_op!(slot "transaction-db-full", Any, None, NewDir, [Name, Key, Value], [Valid, Empty, Conflicting, Large], ["TransactionDB::open_cf", "TransactionDB::put", "TransactionDB::put_cf", "TransactionDB::put_opt", "TransactionDB::get", "TransactionDB::get_cf", "TransactionDB::get_pinned", "TransactionDB::multi_get", "TransactionDB::delete", "TransactionDB::delete_cf", "TransactionDB::merge", "TransactionDB::create_cf", "TransactionDB::drop_cf", "TransactionDB::iterator_cf", "TransactionDB::raw_iterator_cf", "TransactionDB::prefix_iterator_cf", "TransactionDB::write", "TransactionDB::transaction_opt", "TransactionDB::list_cf", "TransactionOptions::default", "WriteOptions::default", "Transaction::set_name", "Transaction::get_name", "Transaction::set_savepoint", "Transaction::rollback_to_savepoint", "Transaction::put_cf", "Transaction::get_cf", "Transaction::get_for_update_cf", "Transaction::get_pinned", "Transaction::delete", "Transaction::delete_cf", "Transaction::merge", "Transaction::multi_get", "Transaction::iterator_cf", "Transaction::raw_iterator_cf", "Transaction::get_writebatch", "Transaction::rebuild_from_writebatch", "Transaction::prepare", "Transaction::rollback"], |db, dir, name, key, value, n| {
         let path = dir.join(name);
         let mut txn_db = TransactionDB::<SingleThreaded>::open_cf(&created(), &TransactionDBOptions::default(), &path, ["cf"])?;
         drop(TransactionDB::<SingleThreaded>::list_cf(&Options::default(), &path)?);
@@ -1114,7 +1110,6 @@ pub const OPS: &[Op] = &[
         for r in txn_db.multi_get([key]) {
             r?;
         }
-        let _ = txn_db.merge(key, value); // no merge operator: an error
         for item in txn_db.iterator_cf(cf, IteratorMode::Start).take(8) {
             item?;
         }
@@ -1125,8 +1120,6 @@ pub const OPS: &[Op] = &[
         let mut batch = rocksdb::WriteBatchWithTransaction::<true>::default();
         batch.put(key, value);
         txn_db.write(batch)?;
-        txn_db.flush()?;
-        txn_db.flush_wal(false)?;
         let txn = txn_db.transaction_opt(&WriteOptions::default(), &rocksdb::TransactionOptions::default());
         txn.set_name(b"t1")?;
         drop(txn.get_name());
@@ -1139,7 +1132,6 @@ pub const OPS: &[Op] = &[
         for r in txn.multi_get([key]) {
             r?;
         }
-        let _ = txn.merge(key, value);
         txn.delete(key)?;
         txn.delete_cf(cf, key)?;
         for item in txn.iterator_cf(cf, IteratorMode::Start).take(8) {
@@ -1147,14 +1139,181 @@ pub const OPS: &[Op] = &[
         }
         txn.raw_iterator_cf(cf).status()?;
         let wb = txn.get_writebatch();
-        txn.rebuild_from_writebatch(&wb)?;
+        let _ = txn.rebuild_from_writebatch(&wb); // RocksDB refuses a batch with a no-op marker: an error path
         txn.prepare()?;
         txn.rollback()?;
         drop(txn);
+        let merging = txn_db.transaction(); // a failed merge fails its transaction: one of its own
+        let _ = merging.merge(key, value);
+        drop(merging);
         txn_db.delete(key)?;
         txn_db.delete_cf(cf, key)?;
+        let _ = txn_db.merge(key, value); // no merge operator: reads of the key fail after it, so last
         Ok(())
     }),
+    fuzz_op!(slot "open-variants", Any, None, DbDir, [Name], [Valid, Empty, Conflicting, Invalid], ["DB::open_default", "DB::open_cf_for_read_only", "DB::open_cf_descriptors_read_only", "DB::open_cf_with_opts_for_read_only", "DB::open_cf_as_secondary", "DB::open_cf_descriptors_as_secondary", "DB::open_cf_with_ttl", "DB::open_cf_descriptors_with_ttl", "DB::open_cf_with_opts"], |db, dir, name, key, value, n| {
+        let path = dir.join(name);
+        let cfs = ["default", "cf"];
+        let descriptors = || cfs.map(|c| ColumnFamilyDescriptor::new(c, Options::default()));
+        let with_opts = || cfs.map(|c| (c, Options::default()));
+        let mut secondary = Options::default();
+        secondary.set_max_open_files(-1);
+        let _ = DB::open_cf_for_read_only(&Options::default(), &path, cfs, false).map(drop);
+        let _ = DB::open_cf_descriptors_read_only(&Options::default(), &path, descriptors(), false).map(drop);
+        let _ = DB::open_cf_with_opts_for_read_only(&Options::default(), &path, with_opts(), false).map(drop);
+        let _ = DB::open_cf_as_secondary(&secondary, &path, &dir.join("secondary"), cfs).map(drop);
+        let _ = DB::open_cf_descriptors_as_secondary(&secondary, &path, &dir.join("secondary"), descriptors()).map(drop);
+        let ttl = std::time::Duration::from_secs(3600);
+        let _ = DB::open_cf_with_ttl(&created(), &path, cfs, ttl).map(drop);
+        let _ = DB::open_cf_descriptors_with_ttl(&created(), &path, descriptors(), ttl).map(drop);
+        let _ = DB::open_cf_with_opts(&created(), &path, with_opts()).map(drop);
+        DB::open_default(&path).map(drop)
+    }),
+    fuzz_op!(slot "transaction-opt", Any, None, NewDir, [Name, Key, Value], [Valid, Empty, Conflicting, Large], ["TransactionDB::open_cf_descriptors", "TransactionDB::open_default", "TransactionDB::get_opt", "TransactionDB::get_cf_opt", "TransactionDB::get_pinned_opt", "TransactionDB::get_pinned_cf", "TransactionDB::get_pinned_cf_opt", "TransactionDB::multi_get_opt", "TransactionDB::multi_get_cf", "TransactionDB::multi_get_cf_opt", "TransactionDB::put_cf_opt", "TransactionDB::delete_opt", "TransactionDB::delete_cf_opt", "TransactionDB::merge_cf", "TransactionDB::merge_opt", "TransactionDB::merge_cf_opt", "TransactionDB::iterator_cf_opt", "TransactionDB::raw_iterator_cf_opt", "TransactionDB::full_iterator_cf", "TransactionDB::write_opt", "TransactionDB::destroy", "TransactionDB::repair", "Transaction::get_opt", "Transaction::get_cf_opt", "Transaction::get_pinned_opt", "Transaction::get_pinned_cf", "Transaction::get_pinned_cf_opt", "Transaction::get_for_update_opt", "Transaction::get_for_update_cf_opt", "Transaction::get_pinned_for_update", "Transaction::get_pinned_for_update_cf", "Transaction::get_pinned_for_update_opt", "Transaction::get_pinned_for_update_cf_opt", "Transaction::multi_get_opt", "Transaction::multi_get_cf", "Transaction::multi_get_cf_opt", "Transaction::iterator_cf_opt", "Transaction::raw_iterator_cf_opt", "Transaction::full_iterator_cf", "Transaction::prefix_iterator_cf", "Transaction::merge_cf", "Transaction::commit"], |db, dir, name, key, value, n| {
+        let path = dir.join(name);
+        let descriptors = ["cf"].map(|c| ColumnFamilyDescriptor::new(c, Options::default()));
+        let txn_db = TransactionDB::<SingleThreaded>::open_cf_descriptors(&created(), &TransactionDBOptions::default(), &path, descriptors)?;
+        let Some(cf) = txn_db.cf_handle("cf") else { return Ok(()) };
+        let (ro, wo) = (ReadOptions::default(), WriteOptions::default());
+        txn_db.put_cf_opt(cf, key, value, &wo)?;
+        txn_db.get_opt(key, &ro)?;
+        txn_db.get_cf_opt(cf, key, &ro)?;
+        txn_db.get_pinned_opt(key, &ro)?;
+        txn_db.get_pinned_cf(cf, key)?;
+        txn_db.get_pinned_cf_opt(cf, key, &ro)?;
+        for r in txn_db.multi_get_opt([key], &ro).into_iter().chain(txn_db.multi_get_cf([(cf, key)])).chain(txn_db.multi_get_cf_opt([(cf, key)], &ro)) {
+            r?;
+        }
+        for item in txn_db.iterator_cf_opt(cf, ReadOptions::default(), IteratorMode::Start).take(8) {
+            item?;
+        }
+        for item in txn_db.full_iterator_cf(cf, IteratorMode::End).take(8) {
+            item?;
+        }
+        drop(txn_db.raw_iterator_cf_opt(cf, ReadOptions::default()));
+        let mut batch = rocksdb::WriteBatchWithTransaction::<true>::default();
+        batch.delete(key);
+        txn_db.write_opt(batch, &wo)?;
+        let txn = txn_db.transaction();
+        txn.get_opt(key, &ro)?;
+        txn.get_cf_opt(cf, key, &ro)?;
+        txn.get_pinned_opt(key, &ro)?;
+        txn.get_pinned_cf(cf, key)?;
+        txn.get_pinned_cf_opt(cf, key, &ro)?;
+        txn.get_for_update_opt(key, true, &ro)?;
+        txn.get_for_update_cf_opt(cf, key, true, &ro)?;
+        txn.get_pinned_for_update(key, true)?;
+        txn.get_pinned_for_update_cf(cf, key, true)?;
+        txn.get_pinned_for_update_opt(key, true, &ro)?;
+        txn.get_pinned_for_update_cf_opt(cf, key, true, &ro)?;
+        for r in txn.multi_get_opt([key], &ro).into_iter().chain(txn.multi_get_cf([(cf, key)])).chain(txn.multi_get_cf_opt([(cf, key)], &ro)) {
+            r?;
+        }
+        for item in txn.iterator_cf_opt(cf, ReadOptions::default(), IteratorMode::Start).take(8) {
+            item?;
+        }
+        for item in txn.full_iterator_cf(cf, IteratorMode::Start).take(8) {
+            item?;
+        }
+        for item in txn.prefix_iterator_cf(cf, key).take(8) {
+            item?;
+        }
+        drop(txn.raw_iterator_cf_opt(cf, ReadOptions::default()));
+        txn.commit()?;
+        let merging = txn_db.transaction(); // a failed merge fails its transaction: one of its own
+        let _ = merging.merge_cf(cf, key, value);
+        drop(merging);
+        txn_db.delete_opt(key, &wo)?;
+        txn_db.delete_cf_opt(cf, key, &wo)?;
+        let _ = txn_db.merge_cf(cf, key, value); // no merge operator: reads of the key fail after it, so last
+        let _ = txn_db.merge_opt(key, value, &wo);
+        let _ = txn_db.merge_cf_opt(cf, key, value, &wo);
+        drop(txn_db);
+        drop(TransactionDB::<SingleThreaded>::open_default(dir.join(name).with_extension("default"))?);
+        TransactionDB::<SingleThreaded>::repair(&Options::default(), &path)?;
+        TransactionDB::<SingleThreaded>::destroy(&Options::default(), &path)
+    }),
+    fuzz_op!(
+        "backup-restore-latest",
+        Open,
+        None,
+        NewDir,
+        [Name],
+        [Valid, Empty, Invalid],
+        [
+            "BackupEngineOptions::new",
+            "BackupEngineOptions::set_sync",
+            "BackupEngineOptions::get_sync",
+            "BackupEngineOptions::set_max_background_operations",
+            "BackupEngine::open",
+            "BackupEngine::create_new_backup_flush",
+            "BackupEngine::restore_from_latest_backup",
+            "RestoreOptions::default",
+            "RestoreOptions::set_keep_log_files"
+        ],
+        |db, dir, name, key, value, n| {
+            let mut opts = BackupEngineOptions::new(dir.join(name))?;
+            opts.set_sync(true);
+            let _ = opts.get_sync();
+            opts.set_max_background_operations(2);
+            let mut engine = BackupEngine::open(&opts, &Env::new()?)?;
+            engine.create_new_backup_flush(db, true)?;
+            let mut restore = RestoreOptions::default();
+            restore.set_keep_log_files(true);
+            let target = dir.join(name).with_extension("restored");
+            engine.restore_from_latest_backup(&target, &target, &restore)?;
+            let _ = std::fs::remove_dir_all(&target);
+            Ok(())
+        }
+    ),
+    fuzz_op!(
+        "ingest-variants",
+        Open,
+        None,
+        NewDir,
+        [Name, Key, Value],
+        [Valid, Empty, Conflicting, Invalid],
+        [
+            "SstFileWriter::create",
+            "SstFileWriter::open",
+            "SstFileWriter::put",
+            "SstFileWriter::merge",
+            "SstFileWriter::file_size",
+            "SstFileWriter::finish",
+            "IngestExternalFileOptions::default",
+            "DB::ingest_external_file_opts",
+            "DB::ingest_external_file_cf",
+            "DB::ingest_external_file_cf_opts",
+            "DB::wait_for_compact",
+            "WaitForCompactOptions::default",
+            "DB::batched_multi_get_cf_opt",
+            "DB::key_may_exist_opt",
+            "DB::merge_cf_opt"
+        ],
+        |db, dir, name, key, value, n| {
+            let opts = Options::default();
+            let file = |i: u32| dir.join(name).with_extension(format!("{i}.sst"));
+            for i in 0..3 {
+                let mut writer = SstFileWriter::create(&opts);
+                writer.open(file(i))?;
+                writer.put(key, value)?;
+                let _ = writer.merge(b"zz", value); // no merge operator in the writer's options: an error
+                let _ = writer.file_size();
+                writer.finish()?;
+            }
+            let ingest = rocksdb::IngestExternalFileOptions::default();
+            db.ingest_external_file_opts(&ingest, vec![file(0)])?;
+            let Some(cf) = db.cf_handle("cf") else { return Ok(()) };
+            db.ingest_external_file_cf(cf, vec![file(1)])?;
+            db.ingest_external_file_cf_opts(cf, &ingest, vec![file(2)])?;
+            for r in db.batched_multi_get_cf_opt(cf, [key], false, &ReadOptions::default()) {
+                r?;
+            }
+            db.key_may_exist_opt(key, &ReadOptions::default());
+            let _ = db.merge_cf_opt(cf, key, value, &WriteOptions::default());
+            db.wait_for_compact(&rocksdb::WaitForCompactOptions::default())
+        }
+    ),
     fuzz_op!(slot "transaction-db", Any, None, NewDir, [Name, Key, Value], [Valid, Empty, Conflicting, Invalid, Large], ["TransactionDB::open", "TransactionDB::transaction", "Transaction::put", "Transaction::get", "Transaction::commit"], |db, dir, name, key, value, n| {
         let txn_db = TransactionDB::<SingleThreaded>::open(&created(), &TransactionDBOptions::default(), dir.join(name))?;
         let txn = txn_db.transaction();
@@ -1235,7 +1394,86 @@ pub const OPS: &[Op] = &[
     }),
 ];
 
+/// Ops of functions rust-rocksdb 0.25 added (built on 0.25 and later only: build.rs sets
+/// `rocksdb_0_25`).
+#[cfg(rocksdb_0_25)]
+pub const OPS_SINCE_0_25: &[Op] = &[
+    fuzz_op!(
+        "since-0.25-db",
+        Open,
+        None,
+        None,
+        [Key, Value],
+        [Valid, Empty, Large],
+        [
+            "DBRawIterator::refresh",
+            "WriteBatch::single_delete",
+            "WriteBatch::single_delete_cf",
+            "DB::disable_file_deletions",
+            "DB::enable_file_deletions",
+            "Checkpoint::new",
+            "Checkpoint::create_checkpoint_with_log_size",
+            "Snapshot::sequence_number",
+            "Options::get_options_from_string"
+        ],
+        |db, dir, name, key, value, n| {
+            let mut it = db.raw_iterator();
+            it.seek_to_first();
+            it.refresh()?;
+            it.status()?;
+            drop(it);
+            let mut batch = WriteBatch::default();
+            batch.put(key, value);
+            batch.single_delete(key);
+            if let Some(cf) = db.cf_handle("cf") {
+                batch.single_delete_cf(cf, key);
+            }
+            db.write(batch)?;
+            db.disable_file_deletions()?;
+            db.enable_file_deletions()?;
+            let target = dir.join("checkpoint-with-log-size");
+            Checkpoint::new(db)?.create_checkpoint_with_log_size(&target, 0)?;
+            let _ = std::fs::remove_dir_all(&target);
+            let _ = db.snapshot().sequence_number();
+            let _ = Options::default().get_options_from_string(format!("max_open_files={}", value.len()))?;
+            Ok(())
+        }
+    ),
+    fuzz_op!(slot "since-0.25-transaction-db", Any, None, NewDir, [Name, Key, Value], [Valid, Empty, Conflicting], ["TransactionDB::flush", "TransactionDB::flush_wal", "TransactionDB::flush_opt", "TransactionDB::flush_cf", "TransactionDB::flush_cf_opt", "TransactionDB::flush_cfs_opt", "SstFileWriter::delete_range", "TransactionDBCheckpoint::new", "TransactionDBCheckpoint::create_checkpoint", "TransactionDBCheckpoint::create_checkpoint_with_log_size"], |db, dir, name, key, value, n| {
+        let txn_db = TransactionDB::<SingleThreaded>::open_cf(&created(), &TransactionDBOptions::default(), dir.join(name), ["cf"])?;
+        txn_db.put(key, value)?;
+        txn_db.flush()?;
+        txn_db.flush_wal(false)?;
+        txn_db.flush_opt(&FlushOptions::default())?;
+        if let Some(cf) = txn_db.cf_handle("cf") {
+            txn_db.flush_cf(cf)?;
+            txn_db.flush_cf_opt(cf, &FlushOptions::default())?;
+            txn_db.flush_cfs_opt(&[cf], &FlushOptions::default())?;
+        }
+        let checkpoint = rocksdb::checkpoint::TransactionDBCheckpoint::new(&txn_db)?;
+        let target = dir.join(name).with_extension("checkpoint");
+        checkpoint.create_checkpoint(&target)?;
+        let _ = std::fs::remove_dir_all(&target);
+        checkpoint.create_checkpoint_with_log_size(&target, 0)?;
+        let _ = std::fs::remove_dir_all(&target);
+        let opts = Options::default();
+        let mut writer = SstFileWriter::create(&opts);
+        writer.open(dir.join(name).with_extension("range.sst"))?;
+        writer.delete_range(key, value)?;
+        writer.finish()
+    }),
+];
+
+/// Ops of functions rust-rocksdb 0.25 added (none on an older release).
+#[cfg(not(rocksdb_0_25))]
+pub const OPS_SINCE_0_25: &[Op] = &[];
+
 /// The op of that name, the planted ones included.
 pub fn op(name: &str) -> Option<&'static Op> {
-    OPS.iter().chain(super::planted::PLANTED_OPS).find(|o| o.name == name)
+    all().find(|o| o.name == name)
+}
+
+/// Every op this build has: the model's, those of 0.25 and later, the planted ones (last).
+pub fn all() -> impl Iterator<Item = &'static Op> {
+    OPS.iter().chain(OPS_SINCE_0_25).chain(super::planted::PLANTED_OPS)
 }

@@ -7,7 +7,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use super::ops::{Op, OPS};
+use super::ops::{self, Op};
 use crate::surface::{self, Func, SurfaceError};
 
 /// One public function of the binding.
@@ -29,13 +29,19 @@ pub const UNSAFE: &str = "unsafe: its contract is the caller's (raw pointers, li
 pub const DESTRUCTOR: &str = "destructor of a type no op makes";
 /// A twin of a function the ops call, for the multi-threaded DB.
 pub const MULTI_THREADED: &str = "multi-threaded twin: the fixture's DB is single-threaded";
+/// Changes a process-wide thread pool, which no drop undoes.
+pub const PROCESS_WIDE: &str =
+    "process-wide: sizes or reprioritises the default Env's thread pools, which outlive every Env value";
+/// Needs user-defined timestamps.
+pub const TIMESTAMPS: &str =
+    "user-defined timestamps: needs a DB opened with a timestamp-aware comparator, not in the model";
 /// Not in the model yet.
 pub const NOT_MODELLED: &str = "not modelled yet";
 
 /// Each op's reached functions, keyed by `Type::function` with the type's aliases resolved.
 fn reached_by(types: &surface::Types) -> BTreeMap<String, Vec<&'static str>> {
     let mut out: BTreeMap<String, Vec<&'static str>> = BTreeMap::new();
-    for op in OPS {
+    for op in ops::all().filter(|o| !o.planted) {
         for r in op.reaches {
             if let Some((ty, f)) = r.split_once("::") {
                 out.entry(format!("{}::{f}", types.resolve(ty))).or_default().push(op.name);
@@ -73,6 +79,14 @@ pub fn table(src: &Path) -> Result<Vec<Row>, SurfaceError> {
                 DESTRUCTOR
             } else if f.impl_header.contains("MultiThreaded") {
                 MULTI_THREADED
+            } else if f.ty == "Env" && (f.name.contains("threads") || f.name.contains("priority")) {
+                PROCESS_WIDE
+            } else if f.name.ends_with("_ts")
+                || f.name.contains("_ts_")
+                || f.name.contains("with_ts")
+                || f.name.contains("timestamp")
+            {
+                TIMESTAMPS
             } else {
                 NOT_MODELLED
             }
@@ -97,7 +111,7 @@ pub fn unknown_entries(src: &Path) -> Result<Vec<(&'static str, &'static str)>, 
         .map(|f| format!("{}::{}", types.resolve(&f.ty), f.name))
         .collect();
     let mut out = Vec::new();
-    for op in OPS.iter().filter(|o: &&Op| !o.planted) {
+    for op in ops::all().filter(|o: &&Op| !o.planted) {
         for r in op.reaches {
             let Some((ty, f)) = r.split_once("::") else {
                 out.push((op.name, *r));
@@ -135,10 +149,12 @@ pub fn counts(rows: &[Row]) -> String {
     let reached = rows.iter().filter(|r| r.reason.is_none()).count();
     let by = |reason: &str| rows.iter().filter(|r| r.reason == Some(reason)).count();
     format!(
-        "{} functions: {reached} reached; {} unsafe, {} multi-threaded twins, {} destructors of types no op makes, {} not modelled yet",
+        "{} functions: {reached} reached; {} unsafe, {} multi-threaded twins, {} process-wide, {} need timestamps, {} destructors of types no op makes, {} not modelled yet",
         rows.len(),
         by(UNSAFE),
         by(MULTI_THREADED),
+        by(PROCESS_WIDE),
+        by(TIMESTAMPS),
         by(DESTRUCTOR),
         by(NOT_MODELLED)
     )
