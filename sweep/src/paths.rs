@@ -229,6 +229,21 @@ pub const PATHS: &[SweepPath] = &[
     path!("drop-cf-missing-fails", "drop_cf of a name that does not exist (error)", 200, open_db, |f, _| {
         must_fail("drop_cf of a missing name", f.db()?.drop_cf("no-such-cf"))
     }),
+    path!("list-cf-missing-fails", "DB::list_cf of a directory with no DB (error)", 200, nothing, |f, _| {
+        must_fail("list_cf of a missing DB", DB::list_cf(&Options::default(), f.dir.join("missing")))
+    }),
+    path!(
+        "key-may-exist-value-absent",
+        "key_may_exist_cf_opt_value of a key the column family does not have",
+        200,
+        open_db,
+        |f, i| {
+            let db = f.db()?;
+            let cf = db.cf_handle("cf").ok_or(SweepError::Fixture("cf missing"))?;
+            drop(db.key_may_exist_cf_opt_value(cf, format!("absent{}", i % 100), &rocksdb::ReadOptions::default()));
+            Ok(())
+        }
+    ),
     path!("cf-handle", "cf_handle lookup and a get through it", 200, open_db, |f, _| {
         let db = f.db()?;
         let cf = db.cf_handle("cf").ok_or(SweepError::Fixture("cf missing"))?;

@@ -262,6 +262,7 @@ macro_rules! fuzz_op {
     };
 }
 
+#[allow(unused_imports)] // used by the planted ops only (feature `planted`)
 pub(crate) use fuzz_op;
 
 fn concat(_key: &[u8], existing: Option<&[u8]>, operands: &MergeOperands) -> Option<Vec<u8>> {
@@ -756,7 +757,111 @@ pub const OPS: &[Op] = &[
     // Transactions.
     // Column-family and `_opt` variants, several calls a step (the snippet shows them all).
     fuzz_op!(
-        "cf-reads",
+        "cf-point-reads",
+        Open,
+        None,
+        Cf,
+        [Name, Key],
+        [Valid, Empty, Conflicting, Large],
+        ["DB::cf_handle", "DB::get_cf_opt", "DB::get_pinned_cf", "DB::get_pinned_cf_opt", "ReadOptions::default"],
+        |db, dir, name, key, value, n| {
+            let Some(cf) = db.cf_handle(name) else { return Ok(()) };
+            db.get_cf_opt(cf, key, &ReadOptions::default())?;
+            db.get_pinned_cf(cf, key)?;
+            db.get_pinned_cf_opt(cf, key, &ReadOptions::default()).map(drop)
+        }
+    ),
+    fuzz_op!(
+        "cf-key-may-exist",
+        Open,
+        None,
+        Cf,
+        [Name, Key],
+        [Valid, Empty, Conflicting, Large],
+        ["DB::cf_handle", "DB::key_may_exist_cf"],
+        |db, dir, name, key, value, n| {
+            if let Some(cf) = db.cf_handle(name) {
+                db.key_may_exist_cf(cf, key);
+            }
+            Ok(())
+        }
+    ),
+    fuzz_op!(
+        "cf-key-may-exist-opt",
+        Open,
+        None,
+        Cf,
+        [Name, Key],
+        [Valid, Empty, Conflicting],
+        ["DB::cf_handle", "DB::key_may_exist_cf_opt", "ReadOptions::default"],
+        |db, dir, name, key, value, n| {
+            if let Some(cf) = db.cf_handle(name) {
+                db.key_may_exist_cf_opt(cf, key, &ReadOptions::default());
+            }
+            Ok(())
+        }
+    ),
+    fuzz_op!(
+        "cf-key-may-exist-value",
+        Open,
+        None,
+        Cf,
+        [Name, Key],
+        [Valid, Empty, Conflicting],
+        ["DB::cf_handle", "DB::key_may_exist_cf_opt_value", "ReadOptions::default"],
+        |db, dir, name, key, value, n| {
+            if let Some(cf) = db.cf_handle(name) {
+                drop(db.key_may_exist_cf_opt_value(cf, key, &ReadOptions::default()));
+            }
+            Ok(())
+        }
+    ),
+    fuzz_op!(
+        "cf-multi-get",
+        Open,
+        None,
+        Cf,
+        [Name, Key],
+        [Valid, Empty, Conflicting, Large],
+        ["DB::cf_handle", "DB::multi_get_cf", "DB::multi_get_cf_opt", "DB::batched_multi_get_cf"],
+        |db, dir, name, key, value, n| {
+            let Some(cf) = db.cf_handle(name) else { return Ok(()) };
+            for r in db.multi_get_cf([(cf, key), (cf, key)]) {
+                r?;
+            }
+            for r in db.multi_get_cf_opt([(cf, key)], &ReadOptions::default()) {
+                r?;
+            }
+            for r in db.batched_multi_get_cf(cf, [key], false) {
+                r?;
+            }
+            Ok(())
+        }
+    ),
+    fuzz_op!(
+        "cf-properties",
+        Open,
+        None,
+        Cf,
+        [Name],
+        [Valid, Empty, Conflicting],
+        [
+            "DB::cf_handle",
+            "DB::property_value_cf",
+            "DB::property_int_value_cf",
+            "DB::get_approximate_sizes_cf",
+            "Range::new"
+        ],
+        |db, dir, name, key, value, n| {
+            let Some(cf) = db.cf_handle(name) else { return Ok(()) };
+            db.property_value_cf(cf, "rocksdb.estimate-num-keys")?;
+            db.property_int_value_cf(cf, "rocksdb.estimate-num-keys")?;
+            drop(db.get_approximate_sizes_cf(cf, &[Range::new(b"a", b"z")]));
+            Ok(())
+        }
+    ),
+    fuzz_op!(
+        "cf-iterators",
         Open,
         None,
         Cf,
@@ -764,18 +869,6 @@ pub const OPS: &[Op] = &[
         [Valid, Empty, Conflicting, Large],
         [
             "DB::cf_handle",
-            "DB::get_cf_opt",
-            "DB::get_pinned_cf",
-            "DB::get_pinned_cf_opt",
-            "DB::multi_get_cf",
-            "DB::multi_get_cf_opt",
-            "DB::batched_multi_get_cf",
-            "DB::key_may_exist_cf",
-            "DB::key_may_exist_cf_opt",
-            "DB::key_may_exist_cf_opt_value",
-            "DB::property_value_cf",
-            "DB::property_int_value_cf",
-            "DB::get_approximate_sizes_cf",
             "DB::full_iterator_cf",
             "DB::prefix_iterator_cf",
             "DB::iterator_cf",
@@ -789,29 +882,10 @@ pub const OPS: &[Op] = &[
             "DBRawIterator::key",
             "DBRawIterator::value",
             "DBRawIterator::item",
-            "DBRawIterator::valid",
-            "ReadOptions::default"
+            "DBRawIterator::valid"
         ],
         |db, dir, name, key, value, n| {
             let Some(cf) = db.cf_handle(name) else { return Ok(()) };
-            db.get_cf_opt(cf, key, &ReadOptions::default())?;
-            db.get_pinned_cf(cf, key)?;
-            db.get_pinned_cf_opt(cf, key, &ReadOptions::default())?;
-            for r in db.multi_get_cf([(cf, key), (cf, key)]) {
-                r?;
-            }
-            for r in db.multi_get_cf_opt([(cf, key)], &ReadOptions::default()) {
-                r?;
-            }
-            for r in db.batched_multi_get_cf(cf, [key], false) {
-                r?;
-            }
-            db.key_may_exist_cf(cf, key);
-            db.key_may_exist_cf_opt(cf, key, &ReadOptions::default());
-            drop(db.key_may_exist_cf_opt_value(cf, key, &ReadOptions::default()));
-            db.property_value_cf(cf, "rocksdb.estimate-num-keys")?;
-            db.property_int_value_cf(cf, "rocksdb.estimate-num-keys")?;
-            drop(db.get_approximate_sizes_cf(cf, &[Range::new(b"a", b"z")]));
             for item in db.full_iterator_cf(cf, IteratorMode::Start).take(8) {
                 item?;
             }
@@ -1071,9 +1145,8 @@ pub const OPS: &[Op] = &[
         drop(ctx.report(true));
         Ok(())
     }),
-    fuzz_op!(slot "options-misc", Any, None, NewDir, [Name, N], [Valid, Empty, Invalid, Large], ["Options::default", "Options::clone", "Options::increase_parallelism", "Options::optimize_for_point_lookup", "Options::optimize_level_style_compaction", "Options::optimize_universal_style_compaction", "Options::prepare_for_bulk_load", "Options::create_if_missing", "Options::create_missing_column_families", "Options::set_db_log_dir", "Options::set_wal_dir", "Options::get_use_fsync", "Options::set_compression_type", "Options::set_compaction_style", "Options::set_log_level", "Options::get_histogram_data", "Options::get_ticker_count", "HistogramData::count", "HistogramData::median", "HistogramData::p99", "SliceTransform::create_noop"], |db, dir, name, key, value, n| {
+    fuzz_op!(slot "options-misc", Any, None, NewDir, [Name, N], [Valid, Empty, Invalid, Large], ["Options::default", "Options::clone", "Options::optimize_for_point_lookup", "Options::optimize_level_style_compaction", "Options::optimize_universal_style_compaction", "Options::prepare_for_bulk_load", "Options::create_if_missing", "Options::create_missing_column_families", "Options::set_db_log_dir", "Options::set_wal_dir", "Options::get_use_fsync", "Options::set_compression_type", "Options::set_compaction_style", "Options::set_log_level", "Options::get_histogram_data", "Options::get_ticker_count", "HistogramData::count", "HistogramData::median", "HistogramData::p99", "SliceTransform::create_noop"], |db, dir, name, key, value, n| {
         let mut o = Options::default();
-        o.increase_parallelism((n % 8) as i32);
         o.optimize_for_point_lookup(n % 1024);
         o.optimize_level_style_compaction((n % (1 << 30)) as usize);
         o.optimize_universal_style_compaction((n % (1 << 30)) as usize);

@@ -79,7 +79,9 @@ pub fn table(src: &Path) -> Result<Vec<Row>, SurfaceError> {
                 DESTRUCTOR
             } else if f.impl_header.contains("MultiThreaded") {
                 MULTI_THREADED
-            } else if f.ty == "Env" && (f.name.contains("threads") || f.name.contains("priority")) {
+            } else if (f.ty == "Env" && (f.name.contains("threads") || f.name.contains("priority")))
+                || f.name == "increase_parallelism"
+            {
                 PROCESS_WIDE
             } else if f.name.ends_with("_ts")
                 || f.name.contains("_ts_")
