@@ -164,7 +164,7 @@ pub fn run_program(program: &Program) -> Result<ProgramRun, SweepError> {
         .iter()
         .map(|s| ops::op(&s.op).map(|op| (op, s.args.clone(), s.args.values(0))))
         .collect::<Option<Vec<_>>>()
-        .ok_or_else(|| SweepError::Fixture("an op vanished after validation"))?;
+        .ok_or(SweepError::Fixture("an op vanished after validation"))?;
     let mut store = ProgramStore { steps, dir: scratch.path().to_path_buf(), reps: 1, results: None };
     // Runs per cycle: one run timed (after one to warm up) on a fixture of its own.
     let mut calibration = store.fixture(scratch.path().join("calibrate"))?;

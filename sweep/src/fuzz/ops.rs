@@ -9,6 +9,12 @@
 //! arguments `name: &str`, `key: &[u8]`, `value: &[u8]` and `n: u64`, and evaluates to
 //! `Result<(), rocksdb::Error>`: an error is the error path the class asked for, not a failure.
 
+// Each op's body runs in a closure called where it is made, so that `?` in it returns the op's
+// error (the snippet writes it the same way).
+#![allow(clippy::redundant_closure_call)]
+// Deprecated functions are still the binding's, and still called.
+#![allow(deprecated)]
+
 use rocksdb::backup::{BackupEngine, BackupEngineOptions, RestoreOptions};
 use rocksdb::checkpoint::Checkpoint;
 use rocksdb::{
@@ -358,7 +364,7 @@ pub const OPS: &[Op] = &[
         Cf,
         [Name],
         [Valid, Empty, Repeated, Conflicting, Invalid],
-        ["DB::drop_cf"],
+        ["DB::drop_cf", "ColumnFamily::drop"],
         |db, dir, name, key, value, n| { db.drop_cf(name) }
     ),
     fuzz_op!(
@@ -464,8 +470,12 @@ pub const OPS: &[Op] = &[
         None,
         [Key],
         [Valid, Empty, Conflicting, Large],
-        ["DB::get_pinned"],
-        |db, dir, name, key, value, n| { db.get_pinned(key).map(drop) }
+        ["DB::get_pinned", "DBPinnableSlice::deref"],
+        |db, dir, name, key, value, n| {
+            let pinned = db.get_pinned(key)?;
+            let _ = pinned.as_deref().map(<[u8]>::len);
+            Ok(())
+        }
     ),
     fuzz_op!(
         "multi-get",
@@ -532,9 +542,9 @@ pub const OPS: &[Op] = &[
         None,
         [Key, Value, N],
         [Valid, Empty, Repeated, Large],
-        ["WriteBatch::default", "WriteBatch::put", "WriteBatch::delete", "DB::write"],
+        ["WriteBatch::new", "WriteBatch::put", "WriteBatch::delete", "DB::write"],
         |db, dir, name, key, value, n| {
-            let mut batch = WriteBatch::default();
+            let mut batch = WriteBatch::new();
             for _ in 0..n.min(8) {
                 batch.put(key, value);
             }
@@ -670,12 +680,14 @@ pub const OPS: &[Op] = &[
         None,
         [N],
         [Valid, Empty, Large],
-        ["DB::get_updates_since", "DBWALIterator::next"],
+        ["DB::get_updates_since", "DBWALIterator::next", "DBWALIterator::valid", "DBWALIterator::status"],
         |db, dir, name, key, value, n| {
-            for item in db.get_updates_since(n)?.take(16) {
+            let mut updates = db.get_updates_since(n)?;
+            let _ = updates.valid();
+            for item in updates.by_ref().take(16) {
                 item?;
             }
-            Ok(())
+            updates.status()
         }
     ),
     fuzz_op!(
@@ -1145,7 +1157,7 @@ pub const OPS: &[Op] = &[
         drop(ctx.report(true));
         Ok(())
     }),
-    fuzz_op!(slot "options-misc", Any, None, NewDir, [Name, N], [Valid, Empty, Invalid, Large], ["Options::default", "Options::clone", "Options::optimize_for_point_lookup", "Options::optimize_level_style_compaction", "Options::optimize_universal_style_compaction", "Options::prepare_for_bulk_load", "Options::create_if_missing", "Options::create_missing_column_families", "Options::set_db_log_dir", "Options::set_wal_dir", "Options::get_use_fsync", "Options::set_compression_type", "Options::set_compaction_style", "Options::set_log_level", "Options::get_histogram_data", "Options::get_ticker_count", "HistogramData::count", "HistogramData::median", "HistogramData::p99", "SliceTransform::create_noop"], |db, dir, name, key, value, n| {
+    fuzz_op!(slot "options-misc", Any, None, NewDir, [Name, N], [Valid, Empty, Invalid, Large], ["Options::default", "Options::clone", "Options::optimize_for_point_lookup", "Options::optimize_level_style_compaction", "Options::optimize_universal_style_compaction", "Options::prepare_for_bulk_load", "Options::create_if_missing", "Options::create_missing_column_families", "Options::set_db_log_dir", "Options::set_wal_dir", "Options::get_use_fsync", "Options::set_compression_type", "Options::set_compaction_style", "Options::set_log_level", "Options::get_histogram_data", "Options::get_ticker_count", "HistogramData::count", "HistogramData::median", "HistogramData::p99", "HistogramData::p95", "HistogramData::average", "HistogramData::max", "HistogramData::min", "HistogramData::sum", "HistogramData::std_dev", "HistogramData::default", "SliceTransform::create_noop"], |db, dir, name, key, value, n| {
         let mut o = Options::default();
         o.optimize_for_point_lookup(n % 1024);
         o.optimize_level_style_compaction((n % (1 << 30)) as usize);
@@ -1161,7 +1173,9 @@ pub const OPS: &[Op] = &[
         o.set_prefix_extractor(SliceTransform::create_noop());
         o.enable_statistics();
         let h = o.get_histogram_data(rocksdb::statistics::Histogram::DbGet);
-        let _ = (h.count(), h.median(), h.p99(), o.get_ticker_count(rocksdb::statistics::Ticker::BlockCacheMiss));
+        let _ = (h.count(), h.median(), h.p99(), h.p95(), h.average(), h.max(), h.min(), h.sum(), h.std_dev());
+        let _ = o.get_ticker_count(rocksdb::statistics::Ticker::BlockCacheMiss);
+        drop(rocksdb::statistics::HistogramData::default());
         let _ = o.get_use_fsync();
         let copy = o.clone();
         drop((o, copy));
@@ -1387,16 +1401,20 @@ pub const OPS: &[Op] = &[
             db.wait_for_compact(&rocksdb::WaitForCompactOptions::default())
         }
     ),
-    fuzz_op!(slot "transaction-db", Any, None, NewDir, [Name, Key, Value], [Valid, Empty, Conflicting, Invalid, Large], ["TransactionDB::open", "TransactionDB::transaction", "Transaction::put", "Transaction::get", "Transaction::commit"], |db, dir, name, key, value, n| {
+    fuzz_op!(slot "transaction-db", Any, None, NewDir, [Name, Key, Value], [Valid, Empty, Conflicting, Invalid, Large], ["TransactionDB::open", "TransactionDB::transaction", "Transaction::put", "Transaction::get", "Transaction::commit", "MemoryUsageBuilder::add_tx_db", "MemoryUsageBuilder::build"], |db, dir, name, key, value, n| {
         let txn_db = TransactionDB::<SingleThreaded>::open(&created(), &TransactionDBOptions::default(), dir.join(name))?;
         let txn = txn_db.transaction();
         txn.put(key, value)?;
         txn.get(key)?;
-        txn.commit()
+        txn.commit()?;
+        let mut usage = rocksdb::perf::MemoryUsageBuilder::new()?;
+        usage.add_tx_db(&txn_db);
+        usage.build().map(drop)
     }),
-    fuzz_op!(slot "optimistic-conflict", Any, None, NewDir, [Name, Key], [Valid, Empty, Large], ["OptimisticTransactionDB::open", "OptimisticTransactionDB::transaction", "Transaction::get_for_update", "Transaction::commit"], |db, dir, name, key, value, n| {
+    fuzz_op!(slot "optimistic-conflict", Any, None, NewDir, [Name, Key], [Valid, Empty, Large], ["OptimisticTransactionDB::open", "OptimisticTransactionDB::transaction", "OptimisticTransactionDB::transaction_opt", "Transaction::get_for_update", "Transaction::commit"], |db, dir, name, key, value, n| {
         let otxn = OptimisticTransactionDB::<SingleThreaded>::open(&created(), dir.join(name))?;
-        let txn = otxn.transaction();
+        drop(otxn.transaction());
+        let txn = otxn.transaction_opt(&WriteOptions::default(), &rocksdb::OptimisticTransactionOptions::default());
         txn.get_for_update(key, true)?;
         otxn.put(key, b"outside")?;
         txn.put(key, b"inside")?;
@@ -1453,6 +1471,55 @@ pub const OPS: &[Op] = &[
         super::setters::call_range(super::setters::parse_range(key), n);
         Ok(())
     }),
+    fuzz_op!(slot "options-structured", Any, None, NewDir, [Name, N], [Valid, Empty, Invalid, Large], ["BlockBasedOptions::default", "BlockBasedOptions::disable_cache", "BlockBasedOptions::set_checksum_type", "BlockBasedOptions::set_data_block_index_type", "BlockBasedOptions::set_hybrid_ribbon_filter", "BlockBasedOptions::set_index_type", "BlockBasedOptions::set_partition_pinning_tier", "BlockBasedOptions::set_top_level_index_pinning_tier", "BlockBasedOptions::set_unpartitioned_pinning_tier", "CompactOptions::set_bottommost_level_compaction", "CuckooTableOptions::default", "Options::set_cuckoo_table_factory", "FifoCompactOptions::default", "Options::set_fifo_compaction_options", "UniversalCompactOptions::default", "UniversalCompactOptions::set_stop_style", "Options::set_universal_compaction_options", "Options::add_compact_on_deletion_collector_factory", "Options::add_merge_operator", "Options::set_merge_operator", "Options::get_track_and_verify_wals_in_manifest", "Options::get_write_dbid_to_manifest", "Options::set_auto_tuned_ratelimiter", "Options::set_ratelimiter", "Options::set_blob_cache", "Options::set_blob_compression_type", "Options::set_bottommost_compression_options", "Options::set_bottommost_compression_type", "Options::set_bottommost_zstd_max_train_bytes", "Options::set_compaction_pri", "Options::set_compression_options", "Options::set_compression_per_level", "Options::set_db_paths", "DBPath::new", "Options::set_max_bytes_for_level_multiplier_additional", "Options::set_memtable_factory", "Options::set_statistics_level", "Options::set_wal_compression_type", "Options::set_wal_recovery_mode", "Options::set_write_buffer_manager", "ReadOptions::set_read_tier", "ReadOptions::set_iterate_range", "TransactionDBOptions::default", "OptimisticTransactionOptions::default", "Env::mem_env"], |db, dir, name, key, value, n| {
+        let small = (n % 1024) as i32;
+        let mut b = BlockBasedOptions::default();
+        b.disable_cache();
+        b.set_checksum_type(rocksdb::ChecksumType::XXH3);
+        b.set_data_block_index_type(rocksdb::DataBlockIndexType::BinaryAndHash);
+        b.set_hybrid_ribbon_filter(f64::from(small % 64), small);
+        b.set_index_type(rocksdb::BlockBasedIndexType::TwoLevelIndexSearch);
+        b.set_partition_pinning_tier(rocksdb::BlockBasedTablePinningTier::All);
+        b.set_top_level_index_pinning_tier(rocksdb::BlockBasedTablePinningTier::FlushAndSimilar);
+        b.set_unpartitioned_pinning_tier(rocksdb::BlockBasedTablePinningTier::None);
+        let mut o = Options::default();
+        o.set_block_based_table_factory(&b);
+        o.set_cuckoo_table_factory(&rocksdb::CuckooTableOptions::default());
+        o.set_fifo_compaction_options(&rocksdb::FifoCompactOptions::default());
+        let mut universal = rocksdb::UniversalCompactOptions::default();
+        universal.set_stop_style(rocksdb::UniversalCompactionStopStyle::Total);
+        o.set_universal_compaction_options(&universal);
+        o.add_compact_on_deletion_collector_factory(n as usize, n as usize, 0.5);
+        o.add_merge_operator("concat", concat);
+        o.set_merge_operator("concat2", concat, concat);
+        let _ = (o.get_track_and_verify_wals_in_manifest(), o.get_write_dbid_to_manifest());
+        o.set_ratelimiter(n as i64, 100_000, 10);
+        o.set_auto_tuned_ratelimiter(n as i64, 100_000, 10);
+        o.set_blob_cache(&Cache::new_lru_cache(n as usize));
+        o.set_blob_compression_type(rocksdb::DBCompressionType::None);
+        o.set_bottommost_compression_options(-14, small, 0, small, true);
+        o.set_bottommost_compression_type(rocksdb::DBCompressionType::None);
+        o.set_bottommost_zstd_max_train_bytes(small, true);
+        o.set_compaction_pri(rocksdb::CompactionPri::MinOverlappingRatio);
+        o.set_compression_options(-14, small, 0, small);
+        o.set_compression_per_level(&[rocksdb::DBCompressionType::None; 3]);
+        o.set_db_paths(&[rocksdb::DBPath::new(dir.join(name), n)?]);
+        o.set_max_bytes_for_level_multiplier_additional(&[small; 4]);
+        o.set_memtable_factory(rocksdb::MemtableFactory::Vector);
+        o.set_statistics_level(rocksdb::statistics::StatsLevel::All);
+        o.set_wal_compression_type(rocksdb::DBCompressionType::None);
+        o.set_wal_recovery_mode(rocksdb::DBRecoveryMode::PointInTime);
+        o.set_write_buffer_manager(&WriteBufferManager::new_write_buffer_manager(n as usize, false));
+        let mut compact = CompactOptions::default();
+        compact.set_bottommost_level_compaction(rocksdb::BottommostLevelCompaction::Force);
+        let mut ro = ReadOptions::default();
+        ro.set_read_tier(rocksdb::ReadTier::BlockCache);
+        ro.set_iterate_range(b"a".to_vec()..b"z".to_vec());
+        drop((o, b, compact, ro));
+        drop((TransactionDBOptions::default(), rocksdb::OptimisticTransactionOptions::default()));
+        drop(Env::mem_env()?);
+        Ok(())
+    }),
     fuzz_op!(slot "write-buffer-manager", Any, None, None, [N], [Valid, Empty, Large], ["WriteBufferManager::new_write_buffer_manager"], |db, dir, name, key, value, n| {
         drop(WriteBufferManager::new_write_buffer_manager(n as usize, false));
         Ok(())
@@ -1487,7 +1554,13 @@ pub const OPS_SINCE_0_25: &[Op] = &[
             "Checkpoint::new",
             "Checkpoint::create_checkpoint_with_log_size",
             "Snapshot::sequence_number",
-            "Options::get_options_from_string"
+            "Options::get_options_from_string",
+            "InfoLogger::new_stderr_logger",
+            "InfoLogger::new_callback_logger",
+            "Options::set_info_logger",
+            "Options::get_info_logger",
+            "Options::set_cf_paths",
+            "DBPath::new"
         ],
         |db, dir, name, key, value, n| {
             let mut it = db.raw_iterator();
@@ -1509,6 +1582,12 @@ pub const OPS_SINCE_0_25: &[Op] = &[
             let _ = std::fs::remove_dir_all(&target);
             let _ = db.snapshot().sequence_number();
             let _ = Options::default().get_options_from_string(format!("max_open_files={}", value.len()))?;
+            let mut o = Options::default();
+            o.set_info_logger(rocksdb::InfoLogger::new_stderr_logger(rocksdb::LogLevel::Fatal, Some("fuzz")));
+            drop(o.get_info_logger());
+            o.set_info_logger(rocksdb::InfoLogger::new_callback_logger(rocksdb::LogLevel::Fatal, |_, _| {}));
+            o.set_cf_paths(&[rocksdb::DBPath::new(dir.join("cf-path"), value.len() as u64)?]);
+            drop(o);
             Ok(())
         }
     ),

@@ -9,7 +9,7 @@
 //!   valid arguments.
 //!
 //! Built with the sweep's `planted` feature only (the older releases' sweep builds without it).
-#![allow(unsafe_code)]
+#![allow(unsafe_code, clippy::redundant_closure_call)]
 
 #[cfg(feature = "planted")]
 use std::ffi::{c_char, CStr, CString};

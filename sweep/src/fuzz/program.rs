@@ -344,12 +344,12 @@ impl Rng {
     /// A generator for `seed` and `stream` (one stream per program).
     pub fn new(seed: u64, stream: u64) -> Rng {
         let mut r = Rng(seed ^ stream.wrapping_mul(0xA076_1D64_78BD_642F));
-        r.next();
+        r.next_u64();
         r
     }
 
     /// The next 64 bits.
-    pub fn next(&mut self) -> u64 {
+    pub fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -359,7 +359,7 @@ impl Rng {
 
     /// A number below `n` (n > 0).
     pub fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
+        (self.next_u64() % n.max(1) as u64) as usize
     }
 }
 
