@@ -278,8 +278,34 @@ fn mix64(mut z: u64) -> u64 {
 /// The next of a splitmix64 stream as a uniform draw in [0, 1): reproducible randomness for tests.
 #[cfg(test)]
 pub(crate) fn unit_random(state: &mut u64) -> f64 {
-    *state = state.wrapping_add(GOLDEN);
-    (mix64(*state) >> 11) as f64 / (1u64 << 53) as f64
+    let mut r = SplitMix64(*state);
+    let draw = (r.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
+    *state = r.0;
+    draw
+}
+
+/// splitmix64: the small seeded generator fault plans draw from, for reproducible inputs
+/// elsewhere too (the binding fuzz's programs): the same seed gives the same stream on every
+/// platform and release of this crate.
+#[derive(Debug, Clone)]
+pub struct SplitMix64(u64);
+
+impl SplitMix64 {
+    /// A stream starting from `seed`.
+    pub fn new(seed: u64) -> SplitMix64 {
+        SplitMix64(seed)
+    }
+
+    /// The next 64 bits.
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(GOLDEN);
+        mix64(self.0)
+    }
+
+    /// A number below `n` (0 when `n` is 0).
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next_u64().checked_rem(n).unwrap_or(0)
+    }
 }
 
 struct FaultsInner {
@@ -385,8 +411,10 @@ impl Faults {
                     }
                     None => {
                         let mut s = lock(&state.rng);
-                        *s = s.wrapping_add(GOLDEN);
-                        mix64(*s)
+                        let mut r = SplitMix64(*s);
+                        let draw = r.next_u64();
+                        *s = r.0;
+                        draw
                     }
                 };
                 ((z >> 11) as f64 / (1u64 << 53) as f64) < p

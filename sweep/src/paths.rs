@@ -7,11 +7,12 @@ use std::time::Duration;
 
 use rocksdb::checkpoint::Checkpoint;
 use rocksdb::{
-    Cache, ColumnFamilyDescriptor, CompactionDecision, DBCompressionType, Env, IteratorMode, MergeOperands,
-    OptimisticTransactionDB, Options, Range, SingleThreaded, SliceTransform, TransactionDB, TransactionDBOptions,
-    WriteBatch, WriteBufferManager, DB,
+    Cache, ColumnFamilyDescriptor, CompactionDecision, DBCompressionType, Env, IteratorMode, OptimisticTransactionDB,
+    Options, Range, SingleThreaded, SliceTransform, TransactionDB, TransactionDBOptions, WriteBatch,
+    WriteBufferManager, DB,
 };
 
+use crate::fuzz::ops::concat;
 use crate::SweepError;
 
 /// What one cycle holds while its calls run: a DB (or a transaction DB) when the path needs one.
@@ -117,15 +118,6 @@ fn merge_db(dir: &Path) -> Result<Fixture, SweepError> {
     o.set_merge_operator_associative("concat", concat);
     let db = DB::open(&o, dir.join("merge")).map_err(rocks("open with merge operator"))?;
     Ok(Fixture { db: Some(db), ..Fixture::bare(dir) })
-}
-
-fn concat(_key: &[u8], existing: Option<&[u8]>, operands: &MergeOperands) -> Option<Vec<u8>> {
-    let mut out = existing.map(<[u8]>::to_vec).unwrap_or_default();
-    for op in operands {
-        out.extend_from_slice(op);
-    }
-    out.truncate(256);
-    Some(out)
 }
 
 fn transaction_db(dir: &Path) -> Result<Fixture, SweepError> {

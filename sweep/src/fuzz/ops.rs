@@ -271,7 +271,8 @@ macro_rules! fuzz_op {
 #[allow(unused_imports)] // used by the planted ops only (feature `planted`)
 pub(crate) use fuzz_op;
 
-fn concat(_key: &[u8], existing: Option<&[u8]>, operands: &MergeOperands) -> Option<Vec<u8>> {
+/// An associative merge operator: the operands appended, cut at 256 bytes (the list sweep's too).
+pub(crate) fn concat(_key: &[u8], existing: Option<&[u8]>, operands: &MergeOperands) -> Option<Vec<u8>> {
     let mut out = existing.map(<[u8]>::to_vec).unwrap_or_default();
     for op in operands {
         out.extend_from_slice(op);

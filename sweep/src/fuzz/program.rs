@@ -335,31 +335,22 @@ pub fn validate(program: &Program) -> Result<(), ProgramError> {
     Ok(())
 }
 
-/// A small seeded generator (splitmix64): the same seed draws the same programs on every
-/// platform and release of this crate.
+/// The generator programs are drawn with: one splitmix64 stream per program, from the seed and
+/// the program's number, so that the same seed draws the same programs.
 #[derive(Debug, Clone)]
-pub struct Rng(u64);
+pub struct Rng(leakcheck::fault::SplitMix64);
 
 impl Rng {
     /// A generator for `seed` and `stream` (one stream per program).
     pub fn new(seed: u64, stream: u64) -> Rng {
-        let mut r = Rng(seed ^ stream.wrapping_mul(0xA076_1D64_78BD_642F));
+        let mut r = leakcheck::fault::SplitMix64::new(seed ^ stream.wrapping_mul(0xA076_1D64_78BD_642F));
         r.next_u64();
-        r
+        Rng(r)
     }
 
-    /// The next 64 bits.
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// A number below `n` (n > 0).
+    /// A number below `n` (0 when `n` is 0).
     pub fn below(&mut self, n: usize) -> usize {
-        (self.next_u64() % n.max(1) as u64) as usize
+        self.0.below(n as u64) as usize
     }
 }
 
