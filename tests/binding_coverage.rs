@@ -152,7 +152,16 @@ fn every_handle_returning_function_of_the_locked_binding_is_shadowed_or_disallow
                 || dis_methods.contains(&resolved_method)
                 || trait_method.is_some_and(|m| dis_methods.contains(&m));
             let type_disallowed = dis_types.contains(&f.ty) || dis_types.contains(&ty);
-            let via = wrapped.get(&ty);
+            // The wrappers whose Deref target is the impl's type or resolves through it: `impl
+            // DBCommon<T, D>` is reached from TrackedDb (`DB` -> `DBWithThreadMode` -> `DBCommon`);
+            // `impl OptimisticTransactionDB<T>`, an alias of `DBCommon<T,
+            // OptimisticTransactionDBInner>`, is not.
+            let through: Vec<(&String, &BTreeSet<String>)> = wrappers
+                .iter()
+                .filter(|(_, (target, _))| t.chain(target).contains(&f.ty))
+                .map(|(w, (_, methods))| (w, methods))
+                .collect();
+            let via = (!through.is_empty()).then_some(&through);
             let shadowed = via.is_some_and(|ws| ws.iter().all(|(_, m)| m.contains(&f.name)));
             let takes_self = f.by_ref_self || f.by_value_self;
             let accounted = disallowed_method
@@ -161,11 +170,7 @@ fn every_handle_returning_function_of_the_locked_binding_is_shadowed_or_disallow
                 || (via.is_some() && f.by_value_self)
                 // A constructor names its type; a disallowed type nobody derefs to is reached
                 // only through functions checked here themselves.
-                || (type_disallowed && (!takes_self || via.is_none()))
-                // An impl on a disallowed alias (`impl OptimisticTransactionDB<T>`, an alias of
-                // `DBCommon<T, OptimisticTransactionDBInner>`): only values of that alias have the
-                // method, and making one names the disallowed type.
-                || (dis_types.contains(&f.ty) && f.ty != ty);
+                || (type_disallowed && (!takes_self || via.is_none()));
             if !accounted {
                 let through = via.map_or(String::new(), |ws| {
                     format!(" (reached through {})", ws.iter().map(|(w, _)| w.as_str()).collect::<Vec<_>>().join(", "))

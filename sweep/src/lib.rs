@@ -304,17 +304,57 @@ pub fn run_all(exe: &std::path::Path, args: &[String], names: &[String]) -> Resu
 }
 
 fn run_child(exe: &std::path::Path, args: &[String], p: &SweepPath) -> Result<PathOutcome, SweepError> {
-    let fail = |message: String| SweepError::Run { path: p.name.to_string(), message };
-    let out = Command::new(exe)
+    let args: Vec<String> = args.iter().cloned().chain(["--one".to_string(), p.name.to_string()]).collect();
+    child_json(exe, &args).map_err(|message| SweepError::Run { path: p.name.to_string(), message })
+}
+
+/// The longest a child (a path's or a fuzz program's check, 1 to 10 s) may run before it is
+/// killed as hung.
+pub const CHILD_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(180);
+
+/// Runs `exe` with `args` in a child and reads the JSON it prints on stdout: what a path's or a
+/// program's child reports. A child that exits with an error, dies by a signal or outlives
+/// [`CHILD_TIMEOUT`] (killed then) is an error naming how, with its stderr.
+fn child_json<T: serde::de::DeserializeOwned>(exe: &std::path::Path, args: &[String]) -> Result<T, String> {
+    let mut child = Command::new(exe)
         .args(args)
-        .args(["--one", p.name])
-        .output()
-        .map_err(|e| fail(format!("{}: {e}", exe.display())))?;
-    if !out.status.success() {
-        return Err(fail(String::from_utf8_lossy(&out.stderr).trim().to_string()));
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("{}: {e}", exe.display()))?;
+    // Both pipes drained while the child runs, so that neither fills and stalls it.
+    fn drain(pipe: Option<impl std::io::Read>) -> Vec<u8> {
+        let mut b = Vec::new();
+        if let Some(mut p) = pipe {
+            let _ = p.read_to_end(&mut b);
+        }
+        b
     }
-    serde_json::from_slice(&out.stdout)
-        .map_err(|e| fail(format!("no outcome ({e}): {}", String::from_utf8_lossy(&out.stderr).trim())))
+    let (out_pipe, err_pipe) = (child.stdout.take(), child.stderr.take());
+    let (status, stdout, stderr) = std::thread::scope(|s| {
+        let out = s.spawn(move || drain(out_pipe));
+        let err = s.spawn(move || drain(err_pipe));
+        let started = std::time::Instant::now();
+        let status = loop {
+            match child.try_wait() {
+                Ok(Some(status)) => break Ok(status),
+                Ok(None) if started.elapsed() > CHILD_TIMEOUT => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    break Err(format!("hung: killed after {} s", CHILD_TIMEOUT.as_secs()));
+                }
+                Ok(None) => std::thread::sleep(std::time::Duration::from_millis(20)),
+                Err(e) => break Err(format!("wait for the child: {e}")),
+            }
+        };
+        (status, out.join().unwrap_or_default(), err.join().unwrap_or_default())
+    });
+    let status = status?;
+    let stderr = String::from_utf8_lossy(&stderr);
+    if !status.success() {
+        return Err(format!("{status}: {}", stderr.trim()));
+    }
+    serde_json::from_slice(&stdout).map_err(|e| format!("no outcome ({e}): {}", stderr.trim()))
 }
 
 /// Every path's name, comma-separated (the planted ones last).

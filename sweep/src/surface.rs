@@ -408,14 +408,20 @@ pub fn types(files: &[(String, String)]) -> Types {
 
 impl Types {
     pub fn resolve(&self, name: &str) -> String {
-        let mut n = name.to_string();
+        self.chain(name).pop().unwrap_or_else(|| name.to_string())
+    }
+
+    /// `name` and each alias it resolves through, in order (`DB`, `DBWithThreadMode`,
+    /// `DBCommon`).
+    pub fn chain(&self, name: &str) -> Vec<String> {
+        let mut out = vec![name.to_string()];
         for _ in 0..8 {
-            match self.aliases.get(&n) {
-                Some(target) if target != &n => n = target.clone(),
+            match out.last().and_then(|n| self.aliases.get(n)) {
+                Some(target) if !out.contains(target) => out.push(target.clone()),
                 _ => break,
             }
         }
-        n
+        out
     }
 
     /// Types that own a native object: a `Drop` type, or one holding such a type (an `Arc` of a

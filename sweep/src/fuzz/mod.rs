@@ -23,7 +23,6 @@ pub mod reached;
 pub mod setters;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use leakcheck::harness::{CycleCtx, Lifecycle};
@@ -209,59 +208,15 @@ pub struct Exe {
 
 impl Exe {
     /// Runs `program` in a child (`--fuzz-one JSON`), which prints its [`ProgramRun`]. A child
-    /// that outlives [`PROGRAM_TIMEOUT`] is killed and reported as hung (a call that never
+    /// that outlives [`crate::CHILD_TIMEOUT`] is killed and reported as hung (a call that never
     /// returns is a finding of its own, not a reason to stop the fuzz).
     pub fn run(&self, program: &Program) -> Result<ProgramRun, SweepError> {
-        use std::io::Read as _;
         let fail = |message: String| SweepError::Run { path: "fuzz program".to_string(), message };
         let json = serde_json::to_string(program).map_err(|e| fail(e.to_string()))?;
-        let mut child = Command::new(&self.path)
-            .args(&self.prefix)
-            .args(["--fuzz-one", &json])
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .map_err(|e| fail(format!("{}: {e}", self.path.display())))?;
-        let mut pipes = (child.stdout.take(), child.stderr.take());
-        let readers = std::thread::scope(|s| {
-            let out = s.spawn(|| {
-                let mut b = Vec::new();
-                pipes.0.as_mut().map(|p| p.read_to_end(&mut b));
-                b
-            });
-            let err = s.spawn(|| {
-                let mut b = Vec::new();
-                pipes.1.as_mut().map(|p| p.read_to_end(&mut b));
-                b
-            });
-            let started = Instant::now();
-            let status = loop {
-                match child.try_wait() {
-                    Ok(Some(status)) => break Ok(status),
-                    Ok(None) if started.elapsed() > PROGRAM_TIMEOUT => {
-                        let _ = child.kill();
-                        let _ = child.wait();
-                        break Err(fail(format!("hung: killed after {} s", PROGRAM_TIMEOUT.as_secs())));
-                    }
-                    Ok(None) => std::thread::sleep(Duration::from_millis(20)),
-                    Err(e) => break Err(fail(format!("wait for the child: {e}"))),
-                }
-            };
-            (status, out.join().unwrap_or_default(), err.join().unwrap_or_default())
-        });
-        let (status, stdout, stderr) = readers;
-        let status = status?;
-        if !status.success() {
-            return Err(fail(format!("{status}: {}", String::from_utf8_lossy(&stderr).trim())));
-        }
-        serde_json::from_slice(&stdout)
-            .map_err(|e| fail(format!("no outcome ({e}): {}", String::from_utf8_lossy(&stderr).trim())))
+        let args: Vec<String> = self.prefix.iter().cloned().chain(["--fuzz-one".to_string(), json]).collect();
+        crate::child_json(&self.path, &args).map_err(fail)
     }
 }
-
-/// The longest a program's check may take before its child is killed as hung (a check takes 1
-/// to 10 s).
-pub const PROGRAM_TIMEOUT: Duration = Duration::from_secs(180);
 
 /// What a fuzz run is asked to do.
 #[derive(Debug, Clone)]
