@@ -49,7 +49,7 @@ fn wrappers() -> BTreeMap<String, (String, BTreeSet<String>)> {
     let mut files = Vec::new();
     rust_files(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src").join("tracked"), &mut files)
         .expect("read src/tracked");
-    let files = expand_tracked_reads(files);
+    let files = expand_macros(files);
     let mut targets: BTreeMap<String, String> = BTreeMap::new();
     let mut methods: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for (file, text) in &files {
@@ -78,30 +78,44 @@ fn wrappers() -> BTreeMap<String, (String, BTreeSet<String>)> {
     targets.into_iter().map(|(w, t)| (w.clone(), (t, methods.remove(&w).unwrap_or_default()))).collect()
 }
 
-/// The wrappers' sources with every `tracked_reads!(..);` (src/tracked/iter.rs: the iterator and
-/// snapshot methods a readable wrapper shadows) replaced by the macro's body, so the methods it
-/// generates count as the wrapper's own.
-fn expand_tracked_reads(files: Vec<(String, String)>) -> Vec<(String, String)> {
-    const NAME: &str = "macro_rules! tracked_reads";
-    let body = files.iter().find_map(|(_, text)| {
-        let at = text.find(NAME)?;
-        let open = at + text[at..].find("=> {")? + 3;
-        Some(text[open + 1..matching(text.as_bytes(), open)].to_string())
-    });
-    let body = body.expect("src/tracked/iter.rs defines macro_rules! tracked_reads");
+/// The wrappers' sources with every invocation of a one-argument macro they define (`tracked_reads!`,
+/// the iterator and snapshot methods of a readable wrapper; `tracked_cfs!`, the column family
+/// methods of a DB wrapper) replaced by the macro's body, its parameter replaced by the argument,
+/// so the methods it generates count as the wrapper's own.
+fn expand_macros(files: Vec<(String, String)>) -> Vec<(String, String)> {
+    let mut macros: Vec<(String, String, String)> = Vec::new(); // name, parameter, body
+    for (_, text) in &files {
+        for (at, _) in text.match_indices("macro_rules! ") {
+            let rest = &text[at + 13..];
+            let name: String = rest.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+            let (Some(param_at), Some(arm)) = (rest.find('$'), rest.find("=> {")) else { continue };
+            let param: String =
+                rest[param_at..].chars().take_while(|c| *c == '$' || c.is_alphanumeric() || *c == '_').collect();
+            let open = at + 13 + arm + 3;
+            macros.push((name, param, text[open + 1..matching(text.as_bytes(), open)].to_string()));
+        }
+    }
+    let names: Vec<&str> = macros.iter().map(|(n, ..)| n.as_str()).collect();
+    assert!(names.contains(&"tracked_reads") && names.contains(&"tracked_cfs"), "macros in src/tracked: {names:?}");
     files
         .into_iter()
-        .map(|(file, text)| {
-            let mut out = String::with_capacity(text.len());
-            let mut rest = text.as_str();
-            while let Some(at) = rest.find("tracked_reads!(") {
-                let end = rest[at..].find(");").map_or(rest.len(), |p| at + p + 2);
-                out.push_str(&rest[..at]);
-                out.push_str(&body);
-                rest = &rest[end..];
+        .map(|(file, mut text)| {
+            for (name, param, body) in &macros {
+                let call = format!("{name}!(");
+                let mut out = String::with_capacity(text.len());
+                let mut rest = text.as_str();
+                while let Some(at) = rest.find(&call) {
+                    let arg_at = at + call.len();
+                    let end = rest[at..].find(");").map_or(rest.len(), |p| at + p + 2);
+                    let arg = rest[arg_at..end.saturating_sub(2).max(arg_at)].trim();
+                    out.push_str(&rest[..at]);
+                    out.push_str(&body.replace(param.as_str(), arg));
+                    rest = &rest[end..];
+                }
+                out.push_str(rest);
+                text = out;
             }
-            out.push_str(rest);
-            (file, out)
+            (file, text)
         })
         .collect()
 }

@@ -503,3 +503,105 @@ fn ttl_and_secondary_opens_are_tracked() {
     assert_eq!(ledger.live(HandleKind::ColumnFamily), before - 2, "data and default released");
     primary.close().into_result().expect("close the primary");
 }
+
+#[test]
+fn optimistic_transaction_db_and_its_transactions_kinds() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ledger = Ledger::new();
+    let o = opts(&ledger);
+    check_kind(&ledger, HandleKind::OptimisticTransactionOptions, || {
+        (TrackedOptimisticTransactionOptions::new(&ledger), line!())
+    });
+    check_kind(&ledger, HandleKind::OptimisticTransactionDb, || {
+        let n = ledger.report().kinds.get("OptimisticTransactionDB").map_or(0, |c| c.created);
+        (
+            TrackedOptimisticTransactionDb::<SingleThreaded>::open(&o, dir.path().join(format!("o{n}"))).expect("open"),
+            line!(),
+        )
+    });
+    let db = TrackedOptimisticTransactionDb::<SingleThreaded>::open(&o, dir.path().join("main")).expect("open");
+    db.put(b"k", b"v").expect("put");
+    check_kind(&ledger, HandleKind::Transaction, || (db.transaction(), line!()));
+    let (w, t) = (TrackedWriteOptions::new(&ledger), TrackedOptimisticTransactionOptions::new(&ledger));
+    check_kind(&ledger, HandleKind::Transaction, || (db.transaction_opt(&w, &t), line!()));
+    check_kind(&ledger, HandleKind::Iterator, || (db.iterator(IteratorMode::Start), line!()));
+    check_kind(&ledger, HandleKind::RawIterator, || (db.raw_iterator(), line!()));
+    check_kind(&ledger, HandleKind::Snapshot, || (db.snapshot(), line!()));
+    check_kind(&ledger, HandleKind::WriteBatch, || (TrackedWriteBatch::for_transactions(&ledger), line!()));
+    // A transaction's reads are tracked too, and it holds its DB.
+    let txn = db.transaction();
+    check_kind(&ledger, HandleKind::Iterator, || (txn.iterator(IteratorMode::Start), line!()));
+    let report = ledger.report();
+    let group =
+        report.retained.iter().find(|g| g.kind == HandleKind::Transaction && g.count == 1 && !g.wrapper_dropped);
+    assert!(
+        group.is_some_and(|g| g.holds.iter().any(|h| h.starts_with("OptimisticTransactionDB"))),
+        "a live optimistic transaction holds its DB:\n{report}"
+    );
+    drop(txn);
+}
+
+#[test]
+fn an_optimistic_transaction_db_commits_conflicts_and_releases_everything() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ledger = Ledger::new();
+    {
+        let o = opts(&ledger);
+        let cfs = vec![TrackedCfDescriptor::new("offsets", opts(&ledger))];
+        let mut db =
+            TrackedOptimisticTransactionDb::<SingleThreaded>::open_cf_descriptors(&o, dir.path(), cfs).expect("open");
+        // offsets and the implicit default; the DB holds what the options hold.
+        assert_eq!(ledger.live(HandleKind::ColumnFamily), 2);
+        assert_eq!(ledger.live(HandleKind::OptimisticTransactionDb), 1);
+        db.create_cf("extra", &o).expect("create cf");
+        assert_eq!(ledger.live(HandleKind::ColumnFamily), 3);
+        assert!(db.create_cf("extra", &o).is_err(), "an existing name");
+        assert_eq!(ledger.live(HandleKind::ColumnFamily), 3, "a failed create registers nothing");
+        db.drop_cf("extra").expect("drop cf");
+        assert!(db.drop_cf("extra").is_err());
+        assert_eq!(ledger.live(HandleKind::ColumnFamily), 2);
+        assert_eq!(db.cf_names(), ["default", "offsets"]);
+
+        // A batch of the optimistic DB's own kind is consumed by write.
+        let mut batch = TrackedWriteBatch::for_transactions(&ledger);
+        batch.put(b"a", b"0");
+        db.write(batch).expect("write");
+        assert_eq!(ledger.live(HandleKind::WriteBatch), 0);
+
+        // Commit: the write shows; conflict: the commit fails and the transaction is released.
+        let txn = db.transaction();
+        txn.put(b"a", b"1").expect("put");
+        txn.commit().expect("commit");
+        assert_eq!(db.get(b"a").expect("get").as_deref(), Some(&b"1"[..]));
+        let txn = db.transaction();
+        txn.get_for_update(b"a", true).expect("read for update");
+        txn.put(b"a", b"2").expect("put");
+        db.put(b"a", b"outside").expect("a write outside the transaction");
+        let conflict = txn.commit().expect_err("an optimistic commit after a conflicting write fails");
+        assert_eq!(conflict.kind(), rocksdb::ErrorKind::Busy, "{conflict}");
+        assert_eq!(ledger.live(HandleKind::Transaction), 0);
+        assert_eq!(db.get(b"a").expect("get").as_deref(), Some(&b"outside"[..]));
+        db.close().into_result().expect("close");
+
+        // Multi-threaded: column family references are handles of their own.
+        let mt = TrackedOptimisticTransactionDb::<MultiThreaded>::open(&o, dir.path().join("mt")).expect("open");
+        mt.create_cf("extra", &o).expect("create cf");
+        let bound = mt.cf_handle("extra").expect("cf");
+        assert_eq!(ledger.live(HandleKind::BoundColumnFamily), 1);
+        mt.put_cf(&bound, b"k", b"v").expect("put");
+        drop(bound);
+        mt.drop_cf("extra").expect("drop cf");
+        mt.close().into_result().expect("close");
+
+        // The pessimistic transaction DB creates and drops column families through the ledger too.
+        let txn_opts = TrackedTransactionDbOptions::new(&ledger);
+        let mut pessimistic =
+            TrackedTransactionDb::<SingleThreaded>::open(&o, &txn_opts, dir.path().join("p")).expect("open");
+        pessimistic.create_cf("extra", &o).expect("create cf");
+        assert_eq!(ledger.live(HandleKind::ColumnFamily), 1);
+        pessimistic.drop_cf("extra").expect("drop cf");
+        assert_eq!(ledger.live(HandleKind::ColumnFamily), 0);
+        pessimistic.close().into_result().expect("close");
+    }
+    assert_no_leaks!(ledger);
+}

@@ -48,6 +48,7 @@ same_auto_traits!(TrackedEnv, rocksdb::Env);
 same_auto_traits!(TrackedReadOptions, rocksdb::ReadOptions);
 same_auto_traits!(TrackedWriteOptions, rocksdb::WriteOptions);
 same_auto_traits!(TrackedWriteBatch, rocksdb::WriteBatch);
+same_auto_traits!(TrackedWriteBatch<true>, rocksdb::WriteBatchWithTransaction<true>);
 same_auto_traits!(TrackedCfDescriptor, rocksdb::ColumnFamilyDescriptor);
 same_auto_traits!(TrackedDb<SingleThreaded>, Db<SingleThreaded>);
 same_auto_traits!(TrackedDb<MultiThreaded>, Db<MultiThreaded>);
@@ -76,6 +77,11 @@ same_auto_traits!(TrackedTransactionDbCheckpoint<'static>, rocksdb::checkpoint::
 same_auto_traits!(TrackedBackupEngine, rocksdb::backup::BackupEngine);
 same_auto_traits!(TrackedBackupEngineOptions, rocksdb::backup::BackupEngineOptions);
 same_auto_traits!(TrackedRestoreOptions, rocksdb::backup::RestoreOptions);
+type OptDb = rocksdb::OptimisticTransactionDB<SingleThreaded>;
+same_auto_traits!(TrackedOptimisticTransactionDb<SingleThreaded>, OptDb);
+same_auto_traits!(TrackedOptimisticTransactionDb<MultiThreaded>, rocksdb::OptimisticTransactionDB<MultiThreaded>);
+same_auto_traits!(TrackedTransaction<'static, OptDb>, rocksdb::Transaction<'static, OptDb>);
+same_auto_traits!(TrackedOptimisticTransactionOptions, rocksdb::OptimisticTransactionOptions);
 
 #[test]
 fn auto_traits_match_the_wrapped_types() {

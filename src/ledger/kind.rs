@@ -58,13 +58,18 @@ pub enum HandleKind {
     BackupEngineOptions,
     /// `RestoreOptions`.
     RestoreOptions,
+    /// An open optimistic transaction database (`rocksdb_optimistictransactiondb_t` and the base
+    /// DB it wraps).
+    OptimisticTransactionDb,
+    /// `OptimisticTransactionOptions`.
+    OptimisticTransactionOptions,
     /// A handle of a kind the built-ins do not cover, named by the user.
     Other(&'static str),
 }
 
 impl HandleKind {
     /// Every built-in kind, in a stable order.
-    pub const BUILTIN: [HandleKind; 24] = [
+    pub const BUILTIN: [HandleKind; 26] = [
         HandleKind::Db,
         HandleKind::ColumnFamily,
         HandleKind::BoundColumnFamily,
@@ -89,6 +94,8 @@ impl HandleKind {
         HandleKind::BackupEngine,
         HandleKind::BackupEngineOptions,
         HandleKind::RestoreOptions,
+        HandleKind::OptimisticTransactionDb,
+        HandleKind::OptimisticTransactionOptions,
     ];
 
     /// The kind's name as reports print it.
@@ -118,6 +125,8 @@ impl HandleKind {
             HandleKind::BackupEngine => "BackupEngine",
             HandleKind::BackupEngineOptions => "BackupEngineOptions",
             HandleKind::RestoreOptions => "RestoreOptions",
+            HandleKind::OptimisticTransactionDb => "OptimisticTransactionDB",
+            HandleKind::OptimisticTransactionOptions => "OptimisticTransactionOptions",
             HandleKind::Other(name) => name,
         }
     }
@@ -154,6 +163,8 @@ impl HandleKind {
             HandleKind::BackupEngine => 21,
             HandleKind::BackupEngineOptions => 22,
             HandleKind::RestoreOptions => 23,
+            HandleKind::OptimisticTransactionDb => 24,
+            HandleKind::OptimisticTransactionOptions => 25,
             HandleKind::Other(_) => return None,
         })
     }

@@ -7,8 +7,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rocksdb::{
-    AsColumnFamilyRef, BoundColumnFamily, ColumnFamilyDescriptor, DBWithThreadMode, MultiThreaded, SingleThreaded,
-    ThreadMode, DEFAULT_COLUMN_FAMILY_NAME,
+    AsColumnFamilyRef, BoundColumnFamily, ColumnFamilyDescriptor, DBWithThreadMode, SingleThreaded, ThreadMode,
+    DEFAULT_COLUMN_FAMILY_NAME,
 };
 
 use super::options::OptionHolds;
@@ -44,9 +44,121 @@ impl TrackedCfDescriptor {
 
 /// A native column family handle owned by a DB, with what its options keep alive.
 pub(super) struct CfSlot {
-    pub(super) token: Token,
+    token: Token,
     _holds: OptionHolds,
 }
+
+/// The native column family handles a tracked DB owns, by name. Behind a lock: a multi-threaded
+/// DB creates and drops column families through `&self`.
+#[derive(Default)]
+pub(super) struct CfSet(Mutex<BTreeMap<String, CfSlot>>);
+
+impl CfSet {
+    /// Registers the handle of a column family just created with `opts` at `site`; it keeps
+    /// what those options keep alive.
+    pub(super) fn add(&self, ledger: &Ledger, name: &str, opts: &TrackedOptions, site: &'static Location<'static>) {
+        let token = ledger.register_at(HandleKind::ColumnFamily, site);
+        let holds = opts.holds.rehold(&token);
+        lock(&self.0).insert(name.to_string(), CfSlot { token, _holds: holds });
+    }
+
+    /// Releases the handle of a dropped column family (a [`TrackedBoundCf`] still holding it
+    /// keeps it in the ledger, as its `Arc` keeps the native handle).
+    pub(super) fn remove(&self, name: &str) {
+        lock(&self.0).remove(name);
+    }
+
+    pub(super) fn names(&self) -> Vec<String> {
+        lock(&self.0).keys().cloned().collect()
+    }
+
+    /// A tracked reference to the column family `name` registered at `site`.
+    pub(super) fn bound<'a>(
+        &self,
+        bound: Arc<BoundColumnFamily<'a>>,
+        name: &str,
+        ledger: &Ledger,
+        site: &'static Location<'static>,
+    ) -> TrackedBoundCf<'a> {
+        TrackedBoundCf::new(bound, lock(&self.0).get(name), ledger, site)
+    }
+}
+
+/// `create_cf`, `drop_cf` (single- and multi-threaded) and `cf_handle` (multi-threaded) for a
+/// wrapper `$wrapper<T>` whose field `inner` is a rust-rocksdb DB with those methods, whose field
+/// `cfs` is a [`CfSet`], and which has `fn ledger(&self) -> &Ledger`. rust-rocksdb gives the
+/// plain, the pessimistic and the optimistic transaction DB the same five methods.
+macro_rules! tracked_cfs {
+    ($wrapper:ident) => {
+        impl $wrapper<rocksdb::SingleThreaded> {
+            /// Creates a column family, registering its native handle.
+            ///
+            /// # Errors
+            /// RocksDB's error; nothing is registered then.
+            #[track_caller]
+            pub fn create_cf(
+                &mut self,
+                name: impl AsRef<str>,
+                opts: &$crate::tracked::TrackedOptions,
+            ) -> Result<(), rocksdb::Error> {
+                let site = std::panic::Location::caller();
+                self.inner.create_cf(name.as_ref(), &opts.inner)?;
+                self.cfs.add(self.token.ledger(), name.as_ref(), opts, site);
+                Ok(())
+            }
+
+            /// Drops a column family, releasing its native handle.
+            ///
+            /// # Errors
+            /// RocksDB's error (an unknown name, or the drop failed).
+            pub fn drop_cf(&mut self, name: &str) -> Result<(), rocksdb::Error> {
+                let result = self.inner.drop_cf(name);
+                // rust-rocksdb removes (and destroys) the handle even when the drop itself fails.
+                self.cfs.remove(name);
+                result
+            }
+        }
+
+        impl $wrapper<rocksdb::MultiThreaded> {
+            /// Creates a column family, registering its native handle.
+            ///
+            /// # Errors
+            /// RocksDB's error; nothing is registered then.
+            #[track_caller]
+            pub fn create_cf(
+                &self,
+                name: impl AsRef<str>,
+                opts: &$crate::tracked::TrackedOptions,
+            ) -> Result<(), rocksdb::Error> {
+                let site = std::panic::Location::caller();
+                self.inner.create_cf(name.as_ref(), &opts.inner)?;
+                self.cfs.add(self.token.ledger(), name.as_ref(), opts, site);
+                Ok(())
+            }
+
+            /// Drops a column family. Its native handle is destroyed once no
+            /// [`TrackedBoundCf`](crate::tracked::TrackedBoundCf) refers to it any more.
+            ///
+            /// # Errors
+            /// RocksDB's error (an unknown name, or the drop failed).
+            pub fn drop_cf(&self, name: &str) -> Result<(), rocksdb::Error> {
+                let result = self.inner.drop_cf(name);
+                self.cfs.remove(name);
+                result
+            }
+
+            /// A tracked shared reference to a column family, or `None` for an unknown name. Each
+            /// call registers a `BoundColumnFamily` handle that keeps the native column family
+            /// handle alive.
+            #[track_caller]
+            pub fn cf_handle(&self, name: &str) -> Option<$crate::tracked::TrackedBoundCf<'_>> {
+                let bound = self.inner.cf_handle(name)?;
+                Some(self.cfs.bound(bound, name, self.token.ledger(), std::panic::Location::caller()))
+            }
+        }
+    };
+}
+pub(super) use tracked_cfs;
 
 /// A tracked DB, in single-threaded (default) or multi-threaded column-family mode.
 ///
@@ -56,7 +168,7 @@ pub(super) struct CfSlot {
 /// handles (iterators, snapshots, column families) with tracked versions of the same name.
 pub struct TrackedDb<T: ThreadMode = SingleThreaded> {
     inner: DBWithThreadMode<T>,
-    cfs: Mutex<BTreeMap<String, CfSlot>>,
+    cfs: CfSet,
     _holds: Vec<OptionHolds>,
     /// Opened read-only: nothing to sync at close (RocksDB refuses `FlushWAL` then).
     read_only: bool,
@@ -216,7 +328,7 @@ impl<T: ThreadMode> TrackedDb<T> {
     ) -> Self {
         let token = opts.token.ledger().register_at(HandleKind::Db, site);
         let (holds, cfs) = register_cfs(opts, &token, kept, site);
-        TrackedDb { inner, cfs: Mutex::new(cfs), _holds: holds, read_only, token }
+        TrackedDb { inner, cfs, _holds: holds, read_only, token }
     }
 
     /// Destroys the database files at `path` (`DB::destroy`). The DB must be closed.
@@ -248,7 +360,7 @@ impl<T: ThreadMode> TrackedDb<T> {
 
     /// Names of the column families whose native handles this DB owns.
     pub fn cf_names(&self) -> Vec<String> {
-        lock(&self.cfs).keys().cloned().collect()
+        self.cfs.names()
     }
 
     /// Closes the DB: syncs the WAL (a DB opened read-only has none to sync), then releases
@@ -260,16 +372,6 @@ impl<T: ThreadMode> TrackedDb<T> {
         let synced = if self.read_only { Ok(()) } else { self.inner.flush_wal(true) };
         drop(self);
         CloseResult::new(&ledger, "DB", synced)
-    }
-
-    fn add_cf(&self, name: &str, opts: &TrackedOptions, site: &'static Location<'static>) {
-        let token = self.ledger().register_at(HandleKind::ColumnFamily, site);
-        let holds = opts.holds.rehold(&token);
-        lock(&self.cfs).insert(name.to_string(), CfSlot { token, _holds: holds });
-    }
-
-    fn remove_cf(&self, name: &str) {
-        lock(&self.cfs).remove(name);
     }
 
     #[track_caller]
@@ -321,7 +423,7 @@ pub(super) fn register_cfs(
     owner: &Token,
     kept: Vec<Consumed>,
     site: &'static Location<'static>,
-) -> (Vec<OptionHolds>, BTreeMap<String, CfSlot>) {
+) -> (Vec<OptionHolds>, CfSet) {
     let ledger = owner.ledger();
     let mut holds = vec![opts.holds.rehold(owner)];
     let mut cfs = BTreeMap::new();
@@ -335,7 +437,7 @@ pub(super) fn register_cfs(
         let cf = ledger.register_at(HandleKind::ColumnFamily, site);
         cfs.insert(DEFAULT_COLUMN_FAMILY_NAME.to_string(), CfSlot { token: cf, _holds: OptionHolds::default() });
     }
-    (holds, cfs)
+    (holds, CfSet(Mutex::new(cfs)))
 }
 
 pub(super) fn split_descriptors(
@@ -351,63 +453,7 @@ pub(super) fn split_descriptors(
         .unzip()
 }
 
-impl TrackedDb<SingleThreaded> {
-    /// Creates a column family, registering its native handle.
-    ///
-    /// # Errors
-    /// RocksDB's error; nothing is registered then.
-    #[track_caller]
-    pub fn create_cf(&mut self, name: impl AsRef<str>, opts: &TrackedOptions) -> Result<(), rocksdb::Error> {
-        let site = Location::caller();
-        self.inner.create_cf(name.as_ref(), &opts.inner)?;
-        self.add_cf(name.as_ref(), opts, site);
-        Ok(())
-    }
-
-    /// Drops a column family, releasing its native handle.
-    ///
-    /// # Errors
-    /// RocksDB's error (an unknown name, or the drop failed).
-    pub fn drop_cf(&mut self, name: &str) -> Result<(), rocksdb::Error> {
-        let result = self.inner.drop_cf(name);
-        // rust-rocksdb removes (and destroys) the handle even when the drop itself fails.
-        self.remove_cf(name);
-        result
-    }
-}
-
-impl TrackedDb<MultiThreaded> {
-    /// Creates a column family, registering its native handle.
-    ///
-    /// # Errors
-    /// RocksDB's error; nothing is registered then.
-    #[track_caller]
-    pub fn create_cf(&self, name: impl AsRef<str>, opts: &TrackedOptions) -> Result<(), rocksdb::Error> {
-        let site = Location::caller();
-        self.inner.create_cf(name.as_ref(), &opts.inner)?;
-        self.add_cf(name.as_ref(), opts, site);
-        Ok(())
-    }
-
-    /// Drops a column family. Its native handle is destroyed once no [`TrackedBoundCf`] refers
-    /// to it any more.
-    ///
-    /// # Errors
-    /// RocksDB's error (an unknown name, or the drop failed).
-    pub fn drop_cf(&self, name: &str) -> Result<(), rocksdb::Error> {
-        let result = self.inner.drop_cf(name);
-        self.remove_cf(name);
-        result
-    }
-
-    /// A tracked shared reference to a column family, or `None` for an unknown name. Each call
-    /// registers a `BoundColumnFamily` handle that keeps the native column family handle alive.
-    #[track_caller]
-    pub fn cf_handle(&self, name: &str) -> Option<TrackedBoundCf<'_>> {
-        let bound = self.inner.cf_handle(name)?;
-        Some(TrackedBoundCf::new(bound, lock(&self.cfs).get(name), self.ledger(), Location::caller()))
-    }
-}
+tracked_cfs!(TrackedDb);
 
 struct BoundInner<'a> {
     bound: Arc<BoundColumnFamily<'a>>,

@@ -19,6 +19,7 @@
 mod batch;
 mod db;
 mod iter;
+mod optimistic;
 mod options;
 mod tools;
 mod txn;
@@ -26,6 +27,7 @@ mod txn;
 pub use batch::TrackedWriteBatch;
 pub use db::{TrackedBoundCf, TrackedCfDescriptor, TrackedDb};
 pub use iter::{TrackedIterator, TrackedRawIterator, TrackedSnapshot};
+pub use optimistic::{TrackedOptimisticTransactionDb, TrackedOptimisticTransactionOptions};
 pub use options::{
     TrackedBlockBasedOptions, TrackedCache, TrackedEnv, TrackedOptions, TrackedReadOptions, TrackedWriteBufferManager,
     TrackedWriteOptions,

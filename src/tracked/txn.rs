@@ -5,19 +5,16 @@
 //! rolls back; one that is never dropped keeps them for the life of the DB. Each transaction is a
 //! handle in the ledger at the line that began it, held by nothing and holding its DB.
 
-use std::collections::BTreeMap;
 use std::panic::Location;
 use std::path::Path;
 
 use rocksdb::backup::{BackupEngine, BackupEngineOptions, RestoreOptions};
 use rocksdb::checkpoint::TransactionDBCheckpoint;
-use rocksdb::{
-    MultiThreaded, SingleThreaded, ThreadMode, Transaction, TransactionDB, TransactionDBOptions, TransactionOptions,
-};
+use rocksdb::{SingleThreaded, ThreadMode, Transaction, TransactionDB, TransactionDBOptions, TransactionOptions};
 
-use super::db::{register_cfs, split_descriptors, CfSlot, Consumed};
+use super::db::{register_cfs, split_descriptors, tracked_cfs, CfSet, Consumed};
 use super::options::OptionHolds;
-use super::{deref_and_token, TrackedBoundCf, TrackedCfDescriptor, TrackedEnv, TrackedOptions, TrackedWriteOptions};
+use super::{deref_and_token, TrackedCfDescriptor, TrackedEnv, TrackedOptions, TrackedWriteOptions};
 use crate::{CloseResult, HandleKind, Hold, Ledger, Token};
 
 /// Tracked `TransactionDBOptions` (lock timeouts, stripes), for [`TrackedTransactionDb::open`].
@@ -63,7 +60,7 @@ impl TrackedTransactionOptions {
 /// native handles (transactions, iterators, snapshots) with tracked versions of the same name.
 pub struct TrackedTransactionDb<T: ThreadMode = SingleThreaded> {
     inner: TransactionDB<T>,
-    cfs: BTreeMap<String, CfSlot>,
+    cfs: CfSet,
     _holds: Vec<OptionHolds>,
     token: Token,
 }
@@ -172,18 +169,11 @@ impl<T: ThreadMode> TrackedTransactionDb<T> {
     }
 }
 
-impl TrackedTransactionDb<MultiThreaded> {
-    /// A tracked shared reference to a column family, or `None` for an unknown name. Each call
-    /// registers a `BoundColumnFamily` handle that keeps the native column family handle alive.
-    #[track_caller]
-    pub fn cf_handle(&self, name: &str) -> Option<TrackedBoundCf<'_>> {
-        let bound = self.inner.cf_handle(name)?;
-        Some(TrackedBoundCf::new(bound, self.cfs.get(name), self.ledger(), Location::caller()))
-    }
-}
+tracked_cfs!(TrackedTransactionDb);
 
-/// A tracked transaction. It holds its DB (the DB cannot close before it is gone); committing
-/// consumes it, and dropping it uncommitted rolls it back, as in rust-rocksdb.
+/// A tracked transaction of a pessimistic or an optimistic transaction DB. It holds its DB (the
+/// DB cannot close before it is gone); committing consumes it, and dropping it uncommitted rolls
+/// it back, as in rust-rocksdb.
 pub struct TrackedTransaction<'db, DB> {
     inner: Transaction<'db, DB>,
     _db: Hold,
@@ -191,7 +181,7 @@ pub struct TrackedTransaction<'db, DB> {
 }
 
 impl<'db, DB> TrackedTransaction<'db, DB> {
-    fn new(inner: Transaction<'db, DB>, db: &Token, site: &'static Location<'static>) -> Self {
+    pub(super) fn new(inner: Transaction<'db, DB>, db: &Token, site: &'static Location<'static>) -> Self {
         let token = db.ledger().register_at(HandleKind::Transaction, site);
         TrackedTransaction { inner, _db: db.held_by(&token), token }
     }
