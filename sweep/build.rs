@@ -36,7 +36,9 @@ fn main() {
         }
     }
     println!("cargo:rustc-env=LEAKCHECK_SWEEP_ROCKSDB={version}");
-    // Ops of functions added in 0.25 are built on 0.25 and later only.
+    // Ops (and list paths) of functions added in 0.24 or 0.25 are built on those releases and
+    // later only: cfg `rocksdb_0_24`, `rocksdb_0_25`.
+    println!("cargo:rustc-check-cfg=cfg(rocksdb_0_24)");
     println!("cargo:rustc-check-cfg=cfg(rocksdb_0_25)");
     let minor: Option<(u32, u32)> = version
         .split('.')
@@ -44,8 +46,10 @@ fn main() {
         .take(2)
         .collect::<Option<Vec<u32>>>()
         .and_then(|v| Some((*v.first()?, *v.get(1)?)));
-    if minor.is_some_and(|m| m >= (0, 25)) {
-        println!("cargo:rustc-cfg=rocksdb_0_25");
+    for (since, cfg) in [((0, 24), "rocksdb_0_24"), ((0, 25), "rocksdb_0_25")] {
+        if minor.is_some_and(|m| m >= since) {
+            println!("cargo:rustc-cfg={cfg}");
+        }
     }
     println!("cargo:rerun-if-changed=src/surface.rs");
     let setters = match surface::binding_source(&version) {

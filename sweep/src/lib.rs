@@ -1,6 +1,6 @@
 //! `leakcheck sweep`: a leak sweep of the rust-rocksdb binding itself.
 //!
-//! Each API path of [`paths::PATHS`] runs in a process of its own (jemalloc's counters are
+//! Each API path of [`paths::all_paths`] runs in a process of its own (jemalloc's counters are
 //! process-wide) as a leakcheck `check`: a cycle makes the path's fixture (a DB, a transaction
 //! DB, or nothing), repeats its call many times and drops the fixture. The bytes per call are the
 //! slope of the run's unexplained bytes over cycles divided by the calls per cycle, with its
@@ -22,7 +22,7 @@ pub mod fuzz;
 pub mod paths;
 pub mod surface;
 
-pub use paths::{path, SweepPath, PATHS, PLANTED};
+pub use paths::{all_paths, path, SweepPath, PATHS, PLANTED};
 
 /// The rust-rocksdb release this build sweeps (read from the build's Cargo.lock).
 pub const ROCKSDB_VERSION: &str = env!("LEAKCHECK_SWEEP_ROCKSDB");
@@ -285,21 +285,21 @@ pub fn run_path(path: &'static SweepPath) -> Result<PathOutcome, SweepError> {
     })
 }
 
-/// Runs `names` (every path of [`PATHS`] when empty; planted leaks only by name), each in its own process: `exe` with `args` and then
+/// Runs `names` (every path of [`all_paths`] when empty; planted leaks only by name), each in its own process: `exe` with `args` and then
 /// `--one NAME`, which must print the path's [`PathOutcome`] as JSON. Two at a time.
 ///
 /// # Errors
 /// An unknown name, or a path process that failed or printed no outcome.
 pub fn run_all(exe: &std::path::Path, args: &[String], names: &[String]) -> Result<Vec<PathOutcome>, SweepError> {
     let mut chosen: Vec<&'static SweepPath> = if names.is_empty() {
-        PATHS.iter().collect()
+        all_paths().collect()
     } else {
         names
             .iter()
             .map(|n| path(n).ok_or_else(|| SweepError::UnknownPath(n.clone(), all_names())))
             .collect::<Result<_, _>>()?
     };
-    chosen.sort_by_key(|c| PATHS.iter().chain(PLANTED).position(|p| p.name == c.name)); // the table's order
+    chosen.sort_by_key(|c| all_paths().chain(PLANTED).position(|p| p.name == c.name)); // the table's order
     leakcheck::runner::in_parallel(chosen, 2, |p| run_child(exe, args, p)).into_iter().collect()
 }
 
@@ -359,7 +359,7 @@ fn child_json<T: serde::de::DeserializeOwned>(exe: &std::path::Path, args: &[Str
 
 /// Every path's name, comma-separated (the planted ones last).
 pub fn all_names() -> String {
-    PATHS.iter().chain(PLANTED).map(|p| p.name).collect::<Vec<_>>().join(", ")
+    all_paths().chain(PLANTED).map(|p| p.name).collect::<Vec<_>>().join(", ")
 }
 
 /// The table: one row per path.
@@ -572,7 +572,7 @@ fn run_cli(prefix: &[&str], args: &SweepArgs) -> Result<u8, SweepError> {
         return Ok(0);
     }
     if args.list {
-        for p in PATHS.iter().chain(PLANTED) {
+        for p in all_paths().chain(PLANTED) {
             println!("{:<28} {:>4} calls/cycle  {}", p.name, p.calls_per_cycle, p.what);
         }
         return Ok(0);

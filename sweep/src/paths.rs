@@ -8,7 +8,7 @@ use std::time::Duration;
 use rocksdb::checkpoint::Checkpoint;
 use rocksdb::{
     Cache, ColumnFamilyDescriptor, CompactionDecision, DBCompressionType, Env, IteratorMode, OptimisticTransactionDB,
-    Options, Range, SingleThreaded, SliceTransform, TransactionDB, TransactionDBOptions, WriteBatch,
+    Options, SingleThreaded, SliceTransform, TransactionDB, TransactionDBOptions, WriteBatch,
     WriteBufferManager, DB,
 };
 
@@ -145,7 +145,31 @@ macro_rules! path {
     };
 }
 
-/// Every path the sweep runs.
+/// Every path the sweep runs on this build's release: [`PATHS`], then those of functions newer
+/// releases added.
+pub fn all_paths() -> impl Iterator<Item = &'static SweepPath> {
+    PATHS.iter().chain(PATHS_SINCE_0_24)
+}
+
+/// Paths of functions rust-rocksdb 0.24 added (built on 0.24 and later only: build.rs sets
+/// `rocksdb_0_24`).
+#[cfg(rocksdb_0_24)]
+pub const PATHS_SINCE_0_24: &[SweepPath] = &[path!(
+    "approximate-sizes",
+    "get_approximate_sizes of one range",
+    200,
+    open_db,
+    |f, _| {
+        drop(f.db()?.get_approximate_sizes(&[rocksdb::Range::new(b"key0000", b"key0099")]));
+        Ok(())
+    }
+)];
+
+/// Paths of functions rust-rocksdb 0.24 added (none on an older release).
+#[cfg(not(rocksdb_0_24))]
+pub const PATHS_SINCE_0_24: &[SweepPath] = &[];
+
+/// The paths every supported release (0.22 and later) has.
 pub const PATHS: &[SweepPath] = &[
     // Open and close, in every mode.
     path!("open-default", "DB::open_default on a new directory, dropped", 10, nothing, |f, i| {
@@ -321,10 +345,6 @@ pub const PATHS: &[SweepPath] = &[
         f.db()?.live_files().map_err(rocks("live_files"))?;
         Ok(())
     }),
-    path!("approximate-sizes", "get_approximate_sizes of one range", 200, open_db, |f, _| {
-        drop(f.db()?.get_approximate_sizes(&[Range::new(b"key0000", b"key0099")]));
-        Ok(())
-    }),
     path!("property-int-value", "property_int_value of rocksdb.estimate-num-keys", 200, open_db, |f, _| {
         f.db()?.property_int_value("rocksdb.estimate-num-keys").map_err(rocks("property_int_value"))?;
         Ok(())
@@ -417,5 +437,5 @@ pub const PLANTED: &[SweepPath] = &[
 
 /// The path of that name, the planted ones included.
 pub fn path(name: &str) -> Option<&'static SweepPath> {
-    PATHS.iter().chain(PLANTED).find(|p| p.name == name)
+    all_paths().chain(PLANTED).find(|p| p.name == name)
 }

@@ -19,7 +19,7 @@ use rocksdb::backup::{BackupEngine, BackupEngineOptions, RestoreOptions};
 use rocksdb::checkpoint::Checkpoint;
 use rocksdb::{
     BlockBasedOptions, Cache, ColumnFamilyDescriptor, CompactOptions, CompactionDecision, Direction, Env, FlushOptions,
-    IteratorMode, MergeOperands, OptimisticTransactionDB, Options, Range, ReadOptions, SingleThreaded, SliceTransform,
+    IteratorMode, MergeOperands, OptimisticTransactionDB, Options, ReadOptions, SingleThreaded, SliceTransform,
     SstFileWriter, TransactionDB, TransactionDBOptions, WriteBatch, WriteBufferManager, WriteOptions, DB,
 };
 use serde::{Deserialize, Serialize};
@@ -613,19 +613,6 @@ pub const OPS: &[Op] = &[
         }
     ),
     fuzz_op!(
-        "approximate-sizes",
-        Open,
-        None,
-        None,
-        [Key, Value],
-        [Valid, Empty, Invalid],
-        ["DB::get_approximate_sizes", "Range::new"],
-        |db, dir, name, key, value, n| {
-            drop(db.get_approximate_sizes(&[Range::new(key, value)]));
-            Ok(())
-        }
-    ),
-    fuzz_op!(
         "property-value",
         Open,
         None,
@@ -861,15 +848,12 @@ pub const OPS: &[Op] = &[
         [
             "DB::cf_handle",
             "DB::property_value_cf",
-            "DB::property_int_value_cf",
-            "DB::get_approximate_sizes_cf",
-            "Range::new"
+            "DB::property_int_value_cf"
         ],
         |db, dir, name, key, value, n| {
             let Some(cf) = db.cf_handle(name) else { return Ok(()) };
             db.property_value_cf(cf, "rocksdb.estimate-num-keys")?;
             db.property_int_value_cf(cf, "rocksdb.estimate-num-keys")?;
-            drop(db.get_approximate_sizes_cf(cf, &[Range::new(b"a", b"z")]));
             Ok(())
         }
     ),
@@ -1080,7 +1064,6 @@ pub const OPS: &[Op] = &[
             "WriteBatch::delete_range_cf",
             "WriteBatch::merge",
             "WriteBatch::merge_cf",
-            "WriteBatch::put_log_data",
             "WriteBatch::len",
             "WriteBatch::size_in_bytes",
             "WriteBatch::data",
@@ -1097,7 +1080,6 @@ pub const OPS: &[Op] = &[
             batch.delete_range_cf(cf, key, value);
             batch.merge(key, value);
             batch.merge_cf(cf, key, value);
-            batch.put_log_data(value);
             let copy = WriteBatch::from_data(batch.data());
             let _ = (batch.len(), batch.size_in_bytes());
             batch.clear();
@@ -1158,7 +1140,7 @@ pub const OPS: &[Op] = &[
         drop(ctx.report(true));
         Ok(())
     }),
-    fuzz_op!(slot "options-misc", Any, None, NewDir, [Name, N], [Valid, Empty, Invalid, Large], ["Options::default", "Options::clone", "Options::optimize_for_point_lookup", "Options::optimize_level_style_compaction", "Options::optimize_universal_style_compaction", "Options::prepare_for_bulk_load", "Options::create_if_missing", "Options::create_missing_column_families", "Options::set_db_log_dir", "Options::set_wal_dir", "Options::get_use_fsync", "Options::set_compression_type", "Options::set_compaction_style", "Options::set_log_level", "Options::get_histogram_data", "Options::get_ticker_count", "HistogramData::count", "HistogramData::median", "HistogramData::p99", "HistogramData::p95", "HistogramData::average", "HistogramData::max", "HistogramData::min", "HistogramData::sum", "HistogramData::std_dev", "HistogramData::default", "SliceTransform::create_noop"], |db, dir, name, key, value, n| {
+    fuzz_op!(slot "options-misc", Any, None, NewDir, [Name, N], [Valid, Empty, Invalid, Large], ["Options::default", "Options::clone", "Options::optimize_for_point_lookup", "Options::optimize_level_style_compaction", "Options::optimize_universal_style_compaction", "Options::prepare_for_bulk_load", "Options::create_if_missing", "Options::create_missing_column_families", "Options::set_db_log_dir", "Options::set_wal_dir", "Options::set_compression_type", "Options::set_compaction_style", "Options::set_log_level", "Options::get_histogram_data", "Options::get_ticker_count", "HistogramData::count", "HistogramData::median", "HistogramData::p99", "HistogramData::p95", "HistogramData::average", "HistogramData::max", "HistogramData::min", "HistogramData::sum", "HistogramData::std_dev", "HistogramData::default", "SliceTransform::create_noop"], |db, dir, name, key, value, n| {
         let mut o = Options::default();
         o.optimize_for_point_lookup(n % 1024);
         o.optimize_level_style_compaction((n % (1 << 30)) as usize);
@@ -1177,7 +1159,6 @@ pub const OPS: &[Op] = &[
         let _ = (h.count(), h.median(), h.p99(), h.p95(), h.average(), h.max(), h.min(), h.sum(), h.std_dev());
         let _ = o.get_ticker_count(rocksdb::statistics::Ticker::BlockCacheMiss);
         drop(rocksdb::statistics::HistogramData::default());
-        let _ = o.get_use_fsync();
         let copy = o.clone();
         drop((o, copy));
         Ok(())
@@ -1330,8 +1311,6 @@ pub const OPS: &[Op] = &[
         [Valid, Empty, Invalid],
         [
             "BackupEngineOptions::new",
-            "BackupEngineOptions::set_sync",
-            "BackupEngineOptions::get_sync",
             "BackupEngineOptions::set_max_background_operations",
             "BackupEngine::open",
             "BackupEngine::create_new_backup_flush",
@@ -1341,8 +1320,6 @@ pub const OPS: &[Op] = &[
         ],
         |db, dir, name, key, value, n| {
             let mut opts = BackupEngineOptions::new(dir.join(name))?;
-            opts.set_sync(true);
-            let _ = opts.get_sync();
             opts.set_max_background_operations(2);
             let mut engine = BackupEngine::open(&opts, &Env::new()?)?;
             engine.create_new_backup_flush(db, true)?;
@@ -1472,7 +1449,7 @@ pub const OPS: &[Op] = &[
         super::setters::call_range(super::setters::parse_range(key), n);
         Ok(())
     }),
-    fuzz_op!(slot "options-structured", Any, None, NewDir, [Name, N], [Valid, Empty, Invalid, Large], ["BlockBasedOptions::default", "BlockBasedOptions::disable_cache", "BlockBasedOptions::set_checksum_type", "BlockBasedOptions::set_data_block_index_type", "BlockBasedOptions::set_hybrid_ribbon_filter", "BlockBasedOptions::set_index_type", "BlockBasedOptions::set_partition_pinning_tier", "BlockBasedOptions::set_top_level_index_pinning_tier", "BlockBasedOptions::set_unpartitioned_pinning_tier", "CompactOptions::set_bottommost_level_compaction", "CuckooTableOptions::default", "Options::set_cuckoo_table_factory", "FifoCompactOptions::default", "Options::set_fifo_compaction_options", "UniversalCompactOptions::default", "UniversalCompactOptions::set_stop_style", "Options::set_universal_compaction_options", "Options::add_compact_on_deletion_collector_factory", "Options::add_merge_operator", "Options::set_merge_operator", "Options::get_track_and_verify_wals_in_manifest", "Options::get_write_dbid_to_manifest", "Options::set_auto_tuned_ratelimiter", "Options::set_ratelimiter", "Options::set_blob_cache", "Options::set_blob_compression_type", "Options::set_bottommost_compression_options", "Options::set_bottommost_compression_type", "Options::set_bottommost_zstd_max_train_bytes", "Options::set_compaction_pri", "Options::set_compression_options", "Options::set_compression_per_level", "Options::set_db_paths", "DBPath::new", "Options::set_max_bytes_for_level_multiplier_additional", "Options::set_memtable_factory", "Options::set_statistics_level", "Options::set_wal_compression_type", "Options::set_wal_recovery_mode", "Options::set_write_buffer_manager", "ReadOptions::set_read_tier", "ReadOptions::set_iterate_range", "TransactionDBOptions::default", "OptimisticTransactionOptions::default", "Env::mem_env"], |db, dir, name, key, value, n| {
+    fuzz_op!(slot "options-structured", Any, None, NewDir, [Name, N], [Valid, Empty, Invalid, Large], ["BlockBasedOptions::default", "BlockBasedOptions::disable_cache", "BlockBasedOptions::set_checksum_type", "BlockBasedOptions::set_data_block_index_type", "BlockBasedOptions::set_hybrid_ribbon_filter", "BlockBasedOptions::set_index_type", "CompactOptions::set_bottommost_level_compaction", "CuckooTableOptions::default", "Options::set_cuckoo_table_factory", "FifoCompactOptions::default", "Options::set_fifo_compaction_options", "UniversalCompactOptions::default", "UniversalCompactOptions::set_stop_style", "Options::set_universal_compaction_options", "Options::add_compact_on_deletion_collector_factory", "Options::add_merge_operator", "Options::set_merge_operator", "Options::get_track_and_verify_wals_in_manifest", "Options::get_write_dbid_to_manifest", "Options::set_auto_tuned_ratelimiter", "Options::set_ratelimiter", "Options::set_blob_cache", "Options::set_blob_compression_type", "Options::set_bottommost_compression_options", "Options::set_bottommost_compression_type", "Options::set_bottommost_zstd_max_train_bytes", "Options::set_compaction_pri", "Options::set_compression_options", "Options::set_compression_per_level", "Options::set_db_paths", "DBPath::new", "Options::set_max_bytes_for_level_multiplier_additional", "Options::set_memtable_factory", "Options::set_statistics_level", "Options::set_wal_compression_type", "Options::set_wal_recovery_mode", "Options::set_write_buffer_manager", "ReadOptions::set_read_tier", "ReadOptions::set_iterate_range", "TransactionDBOptions::default", "OptimisticTransactionOptions::default", "Env::mem_env"], |db, dir, name, key, value, n| {
         let small = (n % 1024) as i32;
         let mut b = BlockBasedOptions::default();
         b.disable_cache();
@@ -1480,9 +1457,6 @@ pub const OPS: &[Op] = &[
         b.set_data_block_index_type(rocksdb::DataBlockIndexType::BinaryAndHash);
         b.set_hybrid_ribbon_filter(f64::from(small % 64), small);
         b.set_index_type(rocksdb::BlockBasedIndexType::TwoLevelIndexSearch);
-        b.set_partition_pinning_tier(rocksdb::BlockBasedTablePinningTier::All);
-        b.set_top_level_index_pinning_tier(rocksdb::BlockBasedTablePinningTier::FlushAndSimilar);
-        b.set_unpartitioned_pinning_tier(rocksdb::BlockBasedTablePinningTier::None);
         let mut o = Options::default();
         o.set_block_based_table_factory(&b);
         o.set_cuckoo_table_factory(&rocksdb::CuckooTableOptions::default());
@@ -1534,6 +1508,71 @@ pub const OPS: &[Op] = &[
         writer.finish()
     }),
 ];
+
+/// Ops of functions rust-rocksdb 0.24 added (built on 0.24 and later only: build.rs sets
+/// `rocksdb_0_24`).
+#[cfg(rocksdb_0_24)]
+pub const OPS_SINCE_0_24: &[Op] = &[
+    fuzz_op!(
+        "approximate-sizes",
+        Open,
+        None,
+        None,
+        [Key, Value],
+        [Valid, Empty, Invalid],
+        ["DB::get_approximate_sizes", "Range::new"],
+        |db, dir, name, key, value, n| {
+            drop(db.get_approximate_sizes(&[rocksdb::Range::new(key, value)]));
+            Ok(())
+        }
+    ),
+    fuzz_op!(
+        "cf-approximate-sizes",
+        Open,
+        None,
+        Cf,
+        [Name, Key, Value],
+        [Valid, Empty, Conflicting, Invalid],
+        ["DB::cf_handle", "DB::get_approximate_sizes_cf", "Range::new"],
+        |db, dir, name, key, value, n| {
+            let Some(cf) = db.cf_handle(name) else { return Ok(()) };
+            drop(db.get_approximate_sizes_cf(cf, &[rocksdb::Range::new(key, value)]));
+            Ok(())
+        }
+    ),
+    fuzz_op!(
+        "batch-log-data",
+        Open,
+        None,
+        None,
+        [Value],
+        [Valid, Empty, Large],
+        ["WriteBatch::put_log_data"],
+        |db, dir, name, key, value, n| {
+            let mut batch = WriteBatch::default();
+            batch.put_log_data(value);
+            db.write(batch)
+        }
+    ),
+    fuzz_op!(slot "since-0.24-options", Any, None, NewDir, [Name, N], [Valid, Empty, Large], ["Options::get_use_fsync", "BlockBasedOptions::set_partition_pinning_tier", "BlockBasedOptions::set_top_level_index_pinning_tier", "BlockBasedOptions::set_unpartitioned_pinning_tier", "BackupEngineOptions::set_sync", "BackupEngineOptions::get_sync"], |db, dir, name, key, value, n| {
+        let mut b = BlockBasedOptions::default();
+        b.set_partition_pinning_tier(rocksdb::BlockBasedTablePinningTier::All);
+        b.set_top_level_index_pinning_tier(rocksdb::BlockBasedTablePinningTier::FlushAndSimilar);
+        b.set_unpartitioned_pinning_tier(rocksdb::BlockBasedTablePinningTier::None);
+        let mut o = Options::default();
+        o.set_block_based_table_factory(&b);
+        let _ = o.get_use_fsync();
+        let mut backup = BackupEngineOptions::new(dir.join(name))?;
+        backup.set_sync(n % 2 == 0);
+        let _ = backup.get_sync();
+        drop((b, o, backup));
+        Ok(())
+    }),
+];
+
+/// Ops of functions rust-rocksdb 0.24 added (none on an older release).
+#[cfg(not(rocksdb_0_24))]
+pub const OPS_SINCE_0_24: &[Op] = &[];
 
 /// Ops of functions rust-rocksdb 0.25 added (built on 0.25 and later only: build.rs sets
 /// `rocksdb_0_25`).
@@ -1626,7 +1665,8 @@ pub fn op(name: &str) -> Option<&'static Op> {
     all().find(|o| o.name == name)
 }
 
-/// Every op this build has: the model's, those of 0.25 and later, the planted ones (last).
+/// Every op this build has: the model's, those of 0.24 and 0.25 and later, the planted ones
+/// (last).
 pub fn all() -> impl Iterator<Item = &'static Op> {
-    OPS.iter().chain(OPS_SINCE_0_25).chain(super::planted::PLANTED_OPS)
+    OPS.iter().chain(OPS_SINCE_0_24).chain(OPS_SINCE_0_25).chain(super::planted::PLANTED_OPS)
 }
