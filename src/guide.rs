@@ -192,8 +192,11 @@
 //!
 //! # 5. Handles: the ledger
 //!
-//! Build your store with the tracked wrappers ([`crate::tracked`]): every RocksDB handle kind
-//! the binding has, in every open mode. Each wrapper derefs to the rust-rocksdb type, so the rest
+//! Build your store with the tracked wrappers ([`crate::tracked`]): DBs in every open mode,
+//! pessimistic and optimistic transaction DBs and their transactions, backup engines,
+//! checkpoints, options, caches, write buffer managers, batches, iterators and snapshots
+//! (`clippy.toml` at the repository root forbids the untracked types, and says why of the few
+//! small options objects not wrapped). Each wrapper derefs to the rust-rocksdb type, so the rest
 //! of your code does not change; its `clone()` is a handle of its own, reported where it was
 //! cloned. Give each test its own [`Ledger`](crate::Ledger):
 //!

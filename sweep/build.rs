@@ -36,8 +36,9 @@ fn main() {
         }
     }
     println!("cargo:rustc-env=LEAKCHECK_SWEEP_ROCKSDB={version}");
-    // Ops (and list paths) of functions added in 0.24 or 0.25 are built on those releases and
-    // later only: cfg `rocksdb_0_24`, `rocksdb_0_25`.
+    // Ops (and list paths) of functions added in 0.23, 0.24 or 0.25 are built on those releases
+    // and later only: cfg `rocksdb_0_23`, `rocksdb_0_24`, `rocksdb_0_25`.
+    println!("cargo:rustc-check-cfg=cfg(rocksdb_0_23)");
     println!("cargo:rustc-check-cfg=cfg(rocksdb_0_24)");
     println!("cargo:rustc-check-cfg=cfg(rocksdb_0_25)");
     let minor: Option<(u32, u32)> = version
@@ -46,7 +47,7 @@ fn main() {
         .take(2)
         .collect::<Option<Vec<u32>>>()
         .and_then(|v| Some((*v.first()?, *v.get(1)?)));
-    for (since, cfg) in [((0, 24), "rocksdb_0_24"), ((0, 25), "rocksdb_0_25")] {
+    for (since, cfg) in [((0, 23), "rocksdb_0_23"), ((0, 24), "rocksdb_0_24"), ((0, 25), "rocksdb_0_25")] {
         if minor.is_some_and(|m| m >= since) {
             println!("cargo:rustc-cfg={cfg}");
         }

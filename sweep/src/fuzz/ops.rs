@@ -543,9 +543,9 @@ pub const OPS: &[Op] = &[
         None,
         [Key, Value, N],
         [Valid, Empty, Repeated, Large],
-        ["WriteBatch::new", "WriteBatch::put", "WriteBatch::delete", "DB::write"],
+        ["WriteBatch::default", "WriteBatch::put", "WriteBatch::delete", "DB::write"],
         |db, dir, name, key, value, n| {
-            let mut batch = WriteBatch::new();
+            let mut batch = WriteBatch::default();
             for _ in 0..n.min(8) {
                 batch.put(key, value);
             }
@@ -649,16 +649,16 @@ pub const OPS: &[Op] = &[
         db.live_files().map(drop)
     }),
     fuzz_op!(
-        "db-identity",
+        "sequence-number",
         Open,
         None,
         None,
         [],
         [Valid],
-        ["DB::get_db_identity", "DB::latest_sequence_number"],
+        ["DB::latest_sequence_number"],
         |db, dir, name, key, value, n| {
             db.latest_sequence_number();
-            db.get_db_identity().map(drop)
+            Ok(())
         }
     ),
     fuzz_op!(
@@ -1057,7 +1057,6 @@ pub const OPS: &[Op] = &[
         [Key, Value],
         [Valid, Empty, Repeated, Large],
         [
-            "WriteBatch::with_capacity_bytes",
             "WriteBatch::put_cf",
             "WriteBatch::delete_cf",
             "WriteBatch::delete_range",
@@ -1073,7 +1072,7 @@ pub const OPS: &[Op] = &[
         ],
         |db, dir, name, key, value, n| {
             let Some(cf) = db.cf_handle("cf") else { return Ok(()) };
-            let mut batch = WriteBatch::with_capacity_bytes(1024);
+            let mut batch = WriteBatch::default();
             batch.put_cf(cf, key, value);
             batch.delete_cf(cf, key);
             batch.delete_range(key, value);
@@ -1121,10 +1120,8 @@ pub const OPS: &[Op] = &[
             Ok(())
         }
     ),
-    fuzz_op!(slot "cache-and-buffer-manager", Any, None, None, [N], [Valid, Empty, Large], ["LruCacheOptions::default", "LruCacheOptions::set_capacity", "Cache::new_lru_cache_opts", "Cache::set_capacity", "Cache::get_usage", "Cache::get_pinned_usage", "WriteBufferManager::new_write_buffer_manager_with_cache", "WriteBufferManager::enabled", "WriteBufferManager::get_usage", "WriteBufferManager::get_buffer_size", "WriteBufferManager::set_buffer_size", "WriteBufferManager::set_allow_stall"], |db, dir, name, key, value, n| {
-        let mut lru = rocksdb::LruCacheOptions::default();
-        lru.set_capacity(n as usize);
-        let mut cache = Cache::new_lru_cache_opts(&lru);
+    fuzz_op!(slot "cache-and-buffer-manager", Any, None, None, [N], [Valid, Empty, Large], ["Cache::new_lru_cache", "Cache::set_capacity", "Cache::get_usage", "Cache::get_pinned_usage", "WriteBufferManager::new_write_buffer_manager_with_cache", "WriteBufferManager::enabled", "WriteBufferManager::get_usage", "WriteBufferManager::get_buffer_size", "WriteBufferManager::set_buffer_size", "WriteBufferManager::set_allow_stall"], |db, dir, name, key, value, n| {
+        let mut cache = Cache::new_lru_cache(n as usize);
         cache.set_capacity(n as usize);
         let _ = (cache.get_usage(), cache.get_pinned_usage());
         let wbm = WriteBufferManager::new_write_buffer_manager_with_cache(n as usize, false, cache);
@@ -1379,15 +1376,12 @@ pub const OPS: &[Op] = &[
             db.wait_for_compact(&rocksdb::WaitForCompactOptions::default())
         }
     ),
-    fuzz_op!(slot "transaction-db", Any, None, NewDir, [Name, Key, Value], [Valid, Empty, Conflicting, Invalid, Large], ["TransactionDB::open", "TransactionDB::transaction", "Transaction::put", "Transaction::get", "Transaction::commit", "MemoryUsageBuilder::add_tx_db", "MemoryUsageBuilder::build"], |db, dir, name, key, value, n| {
+    fuzz_op!(slot "transaction-db", Any, None, NewDir, [Name, Key, Value], [Valid, Empty, Conflicting, Invalid, Large], ["TransactionDB::open", "TransactionDB::transaction", "Transaction::put", "Transaction::get", "Transaction::commit"], |db, dir, name, key, value, n| {
         let txn_db = TransactionDB::<SingleThreaded>::open(&created(), &TransactionDBOptions::default(), dir.join(name))?;
         let txn = txn_db.transaction();
         txn.put(key, value)?;
         txn.get(key)?;
-        txn.commit()?;
-        let mut usage = rocksdb::perf::MemoryUsageBuilder::new()?;
-        usage.add_tx_db(&txn_db);
-        usage.build().map(drop)
+        txn.commit()
     }),
     fuzz_op!(slot "optimistic-conflict", Any, None, NewDir, [Name, Key], [Valid, Empty, Large], ["OptimisticTransactionDB::open", "OptimisticTransactionDB::transaction", "OptimisticTransactionDB::transaction_opt", "Transaction::get_for_update", "Transaction::commit"], |db, dir, name, key, value, n| {
         let otxn = OptimisticTransactionDB::<SingleThreaded>::open(&created(), dir.join(name))?;
@@ -1449,7 +1443,7 @@ pub const OPS: &[Op] = &[
         super::setters::call_range(super::setters::parse_range(key), n);
         Ok(())
     }),
-    fuzz_op!(slot "options-structured", Any, None, NewDir, [Name, N], [Valid, Empty, Invalid, Large], ["BlockBasedOptions::default", "BlockBasedOptions::disable_cache", "BlockBasedOptions::set_checksum_type", "BlockBasedOptions::set_data_block_index_type", "BlockBasedOptions::set_hybrid_ribbon_filter", "BlockBasedOptions::set_index_type", "CompactOptions::set_bottommost_level_compaction", "CuckooTableOptions::default", "Options::set_cuckoo_table_factory", "FifoCompactOptions::default", "Options::set_fifo_compaction_options", "UniversalCompactOptions::default", "UniversalCompactOptions::set_stop_style", "Options::set_universal_compaction_options", "Options::add_compact_on_deletion_collector_factory", "Options::add_merge_operator", "Options::set_merge_operator", "Options::get_track_and_verify_wals_in_manifest", "Options::get_write_dbid_to_manifest", "Options::set_auto_tuned_ratelimiter", "Options::set_ratelimiter", "Options::set_blob_cache", "Options::set_blob_compression_type", "Options::set_bottommost_compression_options", "Options::set_bottommost_compression_type", "Options::set_bottommost_zstd_max_train_bytes", "Options::set_compaction_pri", "Options::set_compression_options", "Options::set_compression_per_level", "Options::set_db_paths", "DBPath::new", "Options::set_max_bytes_for_level_multiplier_additional", "Options::set_memtable_factory", "Options::set_statistics_level", "Options::set_wal_compression_type", "Options::set_wal_recovery_mode", "Options::set_write_buffer_manager", "ReadOptions::set_read_tier", "ReadOptions::set_iterate_range", "TransactionDBOptions::default", "OptimisticTransactionOptions::default", "Env::mem_env"], |db, dir, name, key, value, n| {
+    fuzz_op!(slot "options-structured", Any, None, NewDir, [Name, N], [Valid, Empty, Invalid, Large], ["BlockBasedOptions::default", "BlockBasedOptions::disable_cache", "BlockBasedOptions::set_checksum_type", "BlockBasedOptions::set_data_block_index_type", "BlockBasedOptions::set_hybrid_ribbon_filter", "BlockBasedOptions::set_index_type", "CompactOptions::set_bottommost_level_compaction", "CuckooTableOptions::default", "Options::set_cuckoo_table_factory", "FifoCompactOptions::default", "Options::set_fifo_compaction_options", "UniversalCompactOptions::default", "UniversalCompactOptions::set_stop_style", "Options::set_universal_compaction_options", "Options::add_compact_on_deletion_collector_factory", "Options::add_merge_operator", "Options::set_merge_operator", "Options::set_blob_compression_type", "Options::set_bottommost_compression_options", "Options::set_bottommost_compression_type", "Options::set_bottommost_zstd_max_train_bytes", "Options::set_compression_options", "Options::set_compression_per_level", "Options::set_db_paths", "DBPath::new", "Options::set_max_bytes_for_level_multiplier_additional", "Options::set_memtable_factory", "Options::set_statistics_level", "Options::set_wal_compression_type", "Options::set_wal_recovery_mode", "Options::set_write_buffer_manager", "ReadOptions::set_read_tier", "ReadOptions::set_iterate_range", "TransactionDBOptions::default", "OptimisticTransactionOptions::default", "Env::mem_env"], |db, dir, name, key, value, n| {
         let small = (n % 1024) as i32;
         let mut b = BlockBasedOptions::default();
         b.disable_cache();
@@ -1467,15 +1461,10 @@ pub const OPS: &[Op] = &[
         o.add_compact_on_deletion_collector_factory(n as usize, n as usize, 0.5);
         o.add_merge_operator("concat", concat);
         o.set_merge_operator("concat2", concat, concat);
-        let _ = (o.get_track_and_verify_wals_in_manifest(), o.get_write_dbid_to_manifest());
-        o.set_ratelimiter(n as i64, 100_000, 10);
-        o.set_auto_tuned_ratelimiter(n as i64, 100_000, 10);
-        o.set_blob_cache(&Cache::new_lru_cache(n as usize));
         o.set_blob_compression_type(rocksdb::DBCompressionType::None);
         o.set_bottommost_compression_options(-14, small, 0, small, true);
         o.set_bottommost_compression_type(rocksdb::DBCompressionType::None);
         o.set_bottommost_zstd_max_train_bytes(small, true);
-        o.set_compaction_pri(rocksdb::CompactionPri::MinOverlappingRatio);
         o.set_compression_options(-14, small, 0, small);
         o.set_compression_per_level(&[rocksdb::DBCompressionType::None; 3]);
         o.set_db_paths(&[rocksdb::DBPath::new(dir.join(name), n)?]);
@@ -1495,6 +1484,12 @@ pub const OPS: &[Op] = &[
         drop(Env::mem_env()?);
         Ok(())
     }),
+    fuzz_op!(slot "ratelimiter", Any, None, None, [N], [Valid, Empty, Invalid, Large], ["Options::set_ratelimiter"], |db, dir, name, key, value, n| {
+        let mut o = Options::default();
+        o.set_ratelimiter(n as i64, 100_000, 10);
+        drop(o);
+        Ok(())
+    }),
     fuzz_op!(slot "write-buffer-manager", Any, None, None, [N], [Valid, Empty, Large], ["WriteBufferManager::new_write_buffer_manager"], |db, dir, name, key, value, n| {
         drop(WriteBufferManager::new_write_buffer_manager(n as usize, false));
         Ok(())
@@ -1508,6 +1503,72 @@ pub const OPS: &[Op] = &[
         writer.finish()
     }),
 ];
+
+/// Ops of functions rust-rocksdb 0.23 added (built on 0.23 and later only: build.rs sets
+/// `rocksdb_0_23`).
+#[cfg(rocksdb_0_23)]
+pub const OPS_SINCE_0_23: &[Op] = &[
+    fuzz_op!(
+        "db-identity",
+        Open,
+        None,
+        None,
+        [],
+        [Valid],
+        ["DB::get_db_identity"],
+        |db, dir, name, key, value, n| {
+            db.get_db_identity().map(drop)
+        }
+    ),
+    fuzz_op!(
+        "batch-with-capacity",
+        Open,
+        None,
+        None,
+        [Key, Value, N],
+        [Valid, Empty, Large],
+        ["WriteBatch::with_capacity_bytes", "WriteBatch::new"],
+        |db, dir, name, key, value, n| {
+            let mut batch = WriteBatch::with_capacity_bytes(n as usize);
+            batch.put(key, value);
+            db.write(batch)?;
+            let mut batch = WriteBatch::new();
+            batch.delete(key);
+            db.write(batch)
+        }
+    ),
+    fuzz_op!(slot "lru-cache-options", Any, None, None, [N], [Valid, Empty, Large], ["LruCacheOptions::default", "LruCacheOptions::set_capacity", "Cache::new_lru_cache_opts"], |db, dir, name, key, value, n| {
+        let mut lru = rocksdb::LruCacheOptions::default();
+        lru.set_capacity(n as usize);
+        drop(Cache::new_lru_cache_opts(&lru));
+        Ok(())
+    }),
+    fuzz_op!(slot "transaction-db-memory-usage", Any, None, NewDir, [Name, Key, Value], [Valid, Empty, Large], ["TransactionDB::open", "MemoryUsageBuilder::add_tx_db", "MemoryUsageBuilder::build"], |db, dir, name, key, value, n| {
+        let txn_db = TransactionDB::<SingleThreaded>::open(&created(), &TransactionDBOptions::default(), dir.join(name))?;
+        txn_db.put(key, value)?;
+        let mut usage = rocksdb::perf::MemoryUsageBuilder::new()?;
+        usage.add_tx_db(&txn_db);
+        usage.build().map(drop)
+    }),
+    fuzz_op!(slot "auto-tuned-ratelimiter", Any, None, None, [N], [Valid, Empty, Invalid, Large], ["Options::set_auto_tuned_ratelimiter"], |db, dir, name, key, value, n| {
+        let mut o = Options::default();
+        o.set_auto_tuned_ratelimiter(n as i64, 100_000, 10);
+        drop(o);
+        Ok(())
+    }),
+    fuzz_op!(slot "since-0.23-options", Any, None, None, [N], [Valid, Empty, Large], ["Options::get_track_and_verify_wals_in_manifest", "Options::get_write_dbid_to_manifest", "Options::set_blob_cache", "Options::set_compaction_pri"], |db, dir, name, key, value, n| {
+        let mut o = Options::default();
+        let _ = (o.get_track_and_verify_wals_in_manifest(), o.get_write_dbid_to_manifest());
+        o.set_blob_cache(&Cache::new_lru_cache(n as usize));
+        o.set_compaction_pri(rocksdb::CompactionPri::MinOverlappingRatio);
+        drop(o);
+        Ok(())
+    }),
+];
+
+/// Ops of functions rust-rocksdb 0.23 added (none on an older release).
+#[cfg(not(rocksdb_0_23))]
+pub const OPS_SINCE_0_23: &[Op] = &[];
 
 /// Ops of functions rust-rocksdb 0.24 added (built on 0.24 and later only: build.rs sets
 /// `rocksdb_0_24`).
@@ -1665,8 +1726,8 @@ pub fn op(name: &str) -> Option<&'static Op> {
     all().find(|o| o.name == name)
 }
 
-/// Every op this build has: the model's, those of 0.24 and 0.25 and later, the planted ones
-/// (last).
+/// Every op this build has: the model's (0.22 and later), those of 0.23, 0.24 and 0.25 and
+/// later, the planted ones (last).
 pub fn all() -> impl Iterator<Item = &'static Op> {
-    OPS.iter().chain(OPS_SINCE_0_24).chain(OPS_SINCE_0_25).chain(super::planted::PLANTED_OPS)
+    OPS.iter().chain(OPS_SINCE_0_23).chain(OPS_SINCE_0_24).chain(OPS_SINCE_0_25).chain(super::planted::PLANTED_OPS)
 }

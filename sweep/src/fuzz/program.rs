@@ -308,7 +308,8 @@ impl Model {
 pub fn pool(names: &[String], planted: bool) -> Result<Vec<&'static Op>, ProgramError> {
     if names.is_empty() {
         let planted_ops = if planted { super::planted::PLANTED_OPS } else { &[] };
-        return Ok(ops::OPS.iter().chain(ops::OPS_SINCE_0_24).chain(ops::OPS_SINCE_0_25).chain(planted_ops).collect());
+        let since = ops::OPS_SINCE_0_23.iter().chain(ops::OPS_SINCE_0_24).chain(ops::OPS_SINCE_0_25);
+        return Ok(ops::OPS.iter().chain(since).chain(planted_ops).collect());
     }
     names
         .iter()
