@@ -49,9 +49,9 @@ pub struct Finding {
 }
 
 /// Known leaks of the binding: five fixed in 0.25.0 (rust-rocksdb PRs #1063 and #1057, and the
-/// compaction-filter and column-family-metadata fixes of its changelog), two the fuzz found that
-/// 0.25.0 still has. The releases before 0.24.0 are listed from reading
-/// their source (the same code), not from a run.
+/// compaction-filter and column-family-metadata fixes of its changelog), one fixed in 0.23.0 that
+/// the fuzz found in 0.22.0, two the fuzz found that 0.25.0 still has. Each is listed on the
+/// releases the fuzz found it on (`scripts/sweep-older VERSION --fuzz`, 2026-12-03).
 pub const FINDINGS: &[Finding] = &[
     Finding {
         path: "options-compaction-filter",
@@ -86,15 +86,22 @@ pub const FINDINGS: &[Finding] = &[
         fuzz: &["options-comparator", "open-with-comparator"],
     },
     // Found by the fuzz (`leakcheck sweep --fuzz`), not fixed in 0.25.0 (the newest release).
+    // Found by the fuzz on 0.22.0, fixed in 0.23.0.
+    Finding {
+        path: "options-ratelimiter",
+        releases: &["0.22.0"],
+        write_up: "docs/binding-leaks/ratelimiter-wrapper.md",
+        fuzz: &["ratelimiter/valid", "ratelimiter/invalid", "ratelimiter/large"],
+    },
     Finding {
         path: "list-cf-missing-fails",
-        releases: &["0.24.0", "0.25.0"],
+        releases: &["0.22.0", "0.23.0", "0.24.0", "0.25.0"],
         write_up: "docs/binding-leaks/list-cf-failure.md",
         fuzz: &["list-cf/empty", "list-cf/conflicting", "list-cf/large"],
     },
     Finding {
         path: "key-may-exist-value-absent",
-        releases: &["0.24.0", "0.25.0"],
+        releases: &["0.22.0", "0.23.0", "0.24.0", "0.25.0"],
         write_up: "docs/binding-leaks/key-may-exist-value.md",
         fuzz: &["cf-key-may-exist-value"],
     },
@@ -153,6 +160,83 @@ pub enum SweepError {
         path: String,
         /// What failed.
         message: String,
+    },
+    /// The child that runs a path or a program failed: it could not start, exited with an error,
+    /// died by a signal, hung, or printed no outcome.
+    #[error("{path}: {failure}")]
+    Child {
+        /// The path or `fuzz program`.
+        path: String,
+        /// How the child failed.
+        #[source]
+        failure: ChildFailure,
+    },
+}
+
+impl SweepError {
+    /// The signal a child died by, when that is the error.
+    pub fn signal(&self) -> Option<i32> {
+        match self {
+            SweepError::Child { failure: ChildFailure::Signal { signal, .. }, .. } => Some(*signal),
+            _ => None,
+        }
+    }
+}
+
+/// `": text"`, or nothing for an empty text (a child that died without a word).
+fn after_colon(text: &str) -> String {
+    if text.is_empty() {
+        String::new()
+    } else {
+        format!(": {text}")
+    }
+}
+
+/// How a child (a path's or a fuzz program's check) failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ChildFailure {
+    /// It could not be started.
+    #[error("{exe}: {error}")]
+    Spawn {
+        /// The program.
+        exe: String,
+        /// The OS error.
+        error: String,
+    },
+    /// It outlived [`CHILD_TIMEOUT`] and was killed.
+    #[error("hung: killed after {seconds} s")]
+    Hung {
+        /// The timeout.
+        seconds: u64,
+    },
+    /// Waiting for it failed.
+    #[error("wait for the child: {0}")]
+    Wait(String),
+    /// It died by a signal (a crash in the binding or in RocksDB).
+    #[error("{status}{}", after_colon(stderr))]
+    Signal {
+        /// The signal's number.
+        signal: i32,
+        /// The exit status as the OS describes it (`signal: 11 (SIGSEGV)`).
+        status: String,
+        /// What it wrote on stderr.
+        stderr: String,
+    },
+    /// It exited with an error.
+    #[error("{status}{}", after_colon(stderr))]
+    Exit {
+        /// The exit status.
+        status: String,
+        /// What it wrote on stderr.
+        stderr: String,
+    },
+    /// It succeeded but printed no outcome that parses.
+    #[error("no outcome ({error}): {stderr}")]
+    NoOutcome {
+        /// The parse error.
+        error: String,
+        /// What it wrote on stderr.
+        stderr: String,
     },
 }
 
@@ -305,7 +389,7 @@ pub fn run_all(exe: &std::path::Path, args: &[String], names: &[String]) -> Resu
 
 fn run_child(exe: &std::path::Path, args: &[String], p: &SweepPath) -> Result<PathOutcome, SweepError> {
     let args: Vec<String> = args.iter().cloned().chain(["--one".to_string(), p.name.to_string()]).collect();
-    child_json(exe, &args).map_err(|message| SweepError::Run { path: p.name.to_string(), message })
+    child_json(exe, &args).map_err(|failure| SweepError::Child { path: p.name.to_string(), failure })
 }
 
 /// The longest a child (a path's or a fuzz program's check, 1 to 10 s) may run before it is
@@ -315,13 +399,14 @@ pub const CHILD_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(18
 /// Runs `exe` with `args` in a child and reads the JSON it prints on stdout: what a path's or a
 /// program's child reports. A child that exits with an error, dies by a signal or outlives
 /// [`CHILD_TIMEOUT`] (killed then) is an error naming how, with its stderr.
-fn child_json<T: serde::de::DeserializeOwned>(exe: &std::path::Path, args: &[String]) -> Result<T, String> {
+fn child_json<T: serde::de::DeserializeOwned>(exe: &std::path::Path, args: &[String]) -> Result<T, ChildFailure> {
+    use std::os::unix::process::ExitStatusExt as _;
     let mut child = Command::new(exe)
         .args(args)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
-        .map_err(|e| format!("{}: {e}", exe.display()))?;
+        .map_err(|e| ChildFailure::Spawn { exe: exe.display().to_string(), error: e.to_string() })?;
     // Both pipes drained while the child runs, so that neither fills and stalls it.
     fn drain(pipe: Option<impl std::io::Read>) -> Vec<u8> {
         let mut b = Vec::new();
@@ -341,20 +426,23 @@ fn child_json<T: serde::de::DeserializeOwned>(exe: &std::path::Path, args: &[Str
                 Ok(None) if started.elapsed() > CHILD_TIMEOUT => {
                     let _ = child.kill();
                     let _ = child.wait();
-                    break Err(format!("hung: killed after {} s", CHILD_TIMEOUT.as_secs()));
+                    break Err(ChildFailure::Hung { seconds: CHILD_TIMEOUT.as_secs() });
                 }
                 Ok(None) => std::thread::sleep(std::time::Duration::from_millis(20)),
-                Err(e) => break Err(format!("wait for the child: {e}")),
+                Err(e) => break Err(ChildFailure::Wait(e.to_string())),
             }
         };
         (status, out.join().unwrap_or_default(), err.join().unwrap_or_default())
     });
     let status = status?;
-    let stderr = String::from_utf8_lossy(&stderr);
-    if !status.success() {
-        return Err(format!("{status}: {}", stderr.trim()));
+    let stderr = String::from_utf8_lossy(&stderr).trim().to_string();
+    if let Some(signal) = status.signal() {
+        return Err(ChildFailure::Signal { signal, status: status.to_string(), stderr });
     }
-    serde_json::from_slice(&stdout).map_err(|e| format!("no outcome ({e}): {}", stderr.trim()))
+    if !status.success() {
+        return Err(ChildFailure::Exit { status: status.to_string(), stderr });
+    }
+    serde_json::from_slice(&stdout).map_err(|e| ChildFailure::NoOutcome { error: e.to_string(), stderr })
 }
 
 /// Every path's name, comma-separated (the planted ones last).

@@ -8,8 +8,7 @@ use std::time::Duration;
 use rocksdb::checkpoint::Checkpoint;
 use rocksdb::{
     Cache, ColumnFamilyDescriptor, CompactionDecision, DBCompressionType, Env, IteratorMode, OptimisticTransactionDB,
-    Options, SingleThreaded, SliceTransform, TransactionDB, TransactionDBOptions, WriteBatch,
-    WriteBufferManager, DB,
+    Options, SingleThreaded, SliceTransform, TransactionDB, TransactionDBOptions, WriteBatch, WriteBufferManager, DB,
 };
 
 use crate::fuzz::ops::concat;
@@ -154,16 +153,11 @@ pub fn all_paths() -> impl Iterator<Item = &'static SweepPath> {
 /// Paths of functions rust-rocksdb 0.24 added (built on 0.24 and later only: build.rs sets
 /// `rocksdb_0_24`).
 #[cfg(rocksdb_0_24)]
-pub const PATHS_SINCE_0_24: &[SweepPath] = &[path!(
-    "approximate-sizes",
-    "get_approximate_sizes of one range",
-    200,
-    open_db,
-    |f, _| {
+pub const PATHS_SINCE_0_24: &[SweepPath] =
+    &[path!("approximate-sizes", "get_approximate_sizes of one range", 200, open_db, |f, _| {
         drop(f.db()?.get_approximate_sizes(&[rocksdb::Range::new(b"key0000", b"key0099")]));
         Ok(())
-    }
-)];
+    })];
 
 /// Paths of functions rust-rocksdb 0.24 added (none on an older release).
 #[cfg(not(rocksdb_0_24))]
@@ -282,6 +276,12 @@ pub const PATHS: &[SweepPath] = &[
     path!("options-compaction-filter", "Options with a compaction filter, dropped", 200, nothing, |_, _| {
         let mut o = Options::default();
         o.set_compaction_filter("keep", |_level: u32, _key: &[u8], _value: &[u8]| CompactionDecision::Keep);
+        drop(o);
+        Ok(())
+    }),
+    path!("options-ratelimiter", "Options with a rate limiter of 1 MiB/s, dropped", 200, nothing, |_, _| {
+        let mut o = Options::default();
+        o.set_ratelimiter(1 << 20, 100_000, 10);
         drop(o);
         Ok(())
     }),

@@ -91,3 +91,54 @@ fn bad_fuzz_arguments_are_errors_naming_the_problem() {
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("needs the DB closed"), "{err}");
 }
+
+/// A crash (a child killed by a signal) is shrunk like a leak: from a program of several steps to
+/// the one step and class that kill the process, with its snippet; programs that hold it later
+/// are counted under it, not shrunk again.
+#[test]
+fn a_planted_crash_is_shrunk_to_the_step_and_class_that_kill_the_process() {
+    use leakcheck_sweep::fuzz::program::{Program, Step};
+    use leakcheck_sweep::fuzz::{shrink, Exe, Keep};
+    let exe = Exe { path: env!("CARGO_BIN_EXE_rocksdb-sweep").into(), prefix: Vec::new() };
+    let step = |json: &str| -> Step { serde_json::from_str(json).expect("a step") };
+    let program = Program {
+        steps: vec![
+            step(r#"{"op": "put", "class": "valid", "args": {"key": {"lit": "k"}, "value": {"lit": "v"}}}"#),
+            step(r#"{"op": "planted-ratelimiter", "class": "large", "args": {"n": 0}}"#),
+            step(r#"{"op": "get", "class": "valid", "args": {"key": {"lit": "k"}}}"#),
+        ],
+    };
+    let crashed = exe.run(&program).expect_err("a rate of 0 kills the child");
+    assert_eq!(crashed.signal(), Some(6), "SIGABRT: {crashed}");
+    let shrunk = shrink(&exe, program, None, Keep::Signal(6), 40);
+    let labels: Vec<String> = shrunk.program.steps.iter().map(Step::label).collect();
+    // One step left, and its class made plainer while the child still dies: `valid` draws a
+    // rate that is not 0, `empty` draws 0.
+    assert_eq!(labels, ["planted-ratelimiter/empty"], "after {} checks", shrunk.checks);
+    assert!(shrunk.run.is_none(), "a crash has no run");
+    assert_eq!(exe.run(&shrunk.program).err().and_then(|e| e.signal()), Some(6));
+
+    // In a fuzz: reported under crashes, with a snippet written beside fuzz.json.
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let report_arg = dir.path().to_str().expect("a UTF-8 path");
+    let (code, report) = fuzz(&[
+        "--plant",
+        "--ops",
+        "planted-ratelimiter,put",
+        "--seed",
+        "3",
+        "--programs",
+        "10",
+        "--report",
+        report_arg,
+    ]);
+    print!("{}", leakcheck_sweep::fuzz::summary(&report));
+    let crash = report.crashes.iter().find(|c| c.steps == ["planted-ratelimiter/empty"]).expect("the crash");
+    assert_eq!(crash.signal, 6);
+    assert!(report.findings.is_empty(), "no leak: {:?}", report.findings);
+    let snippet = std::fs::read_to_string(dir.path().join(format!("crash-{}.rs", crash.id))).expect("crash snippet");
+    assert!(snippet.contains("fn main()") && snippet.contains("planted::set_ratelimiter"), "{snippet}");
+    let crashed: usize = report.crashes.iter().map(|c| 1 + c.also_in.len()).sum();
+    assert_eq!(crashed, report.failures.len(), "every crashed program is under a crash: {:?}", report.failures);
+    assert_eq!(code, 0, "a crash is reported, not a leak");
+}

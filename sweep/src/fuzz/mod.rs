@@ -211,10 +211,11 @@ impl Exe {
     /// that outlives [`crate::CHILD_TIMEOUT`] is killed and reported as hung (a call that never
     /// returns is a finding of its own, not a reason to stop the fuzz).
     pub fn run(&self, program: &Program) -> Result<ProgramRun, SweepError> {
-        let fail = |message: String| SweepError::Run { path: "fuzz program".to_string(), message };
-        let json = serde_json::to_string(program).map_err(|e| fail(e.to_string()))?;
+        let path = || "fuzz program".to_string();
+        let json =
+            serde_json::to_string(program).map_err(|e| SweepError::Run { path: path(), message: e.to_string() })?;
         let args: Vec<String> = self.prefix.iter().cloned().chain(["--fuzz-one".to_string(), json]).collect();
-        crate::child_json(&self.path, &args).map_err(fail)
+        crate::child_json(&self.path, &args).map_err(|failure| SweepError::Child { path: path(), failure })
     }
 }
 
@@ -279,6 +280,34 @@ pub struct FuzzReport {
     pub findings: Vec<FuzzFinding>,
     /// Programs whose child failed, with the error.
     pub failures: Vec<(usize, String)>,
+    /// Programs whose child died by a signal, shrunk (absent from reports written before crashes
+    /// were shrunk).
+    #[serde(default)]
+    pub crashes: Vec<FuzzCrash>,
+}
+
+/// A program that kills the process (its child died by a signal), shrunk to the fewest steps and
+/// plainest classes that still die by the same signal.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FuzzCrash {
+    /// Its number among the report's crashes.
+    pub id: usize,
+    /// The signal's number.
+    pub signal: i32,
+    /// The shrunk program's failure, as the OS and the child's stderr describe it (first line).
+    pub message: String,
+    /// The shrunk program's steps (`op/class`).
+    pub steps: Vec<String>,
+    /// The shrunk program (replay it with `--program`).
+    pub program: Program,
+    /// The program it was found in.
+    pub found_in: usize,
+    /// Later programs that held its steps (and died by the same signal).
+    pub also_in: Vec<usize>,
+    /// Checks the shrink spent.
+    pub shrink_checks: u32,
+    /// The shrunk program as Rust against rust-rocksdb alone.
+    pub snippet: String,
 }
 
 impl FuzzReport {
@@ -315,6 +344,7 @@ pub fn fuzz(exe: &Exe, cfg: &FuzzConfig, mut progress: impl FnMut(&str)) -> Resu
         programs: Vec::new(),
         findings: Vec::new(),
         failures: Vec::new(),
+        crashes: Vec::new(),
     };
     let singles = program::single_steps(&pool);
     let limit = cfg.programs.unwrap_or(u64::MAX);
@@ -345,6 +375,9 @@ pub fn fuzz(exe: &Exe, cfg: &FuzzConfig, mut progress: impl FnMut(&str)) -> Resu
                     }
                 }
                 Err(e) => {
+                    if let Some(signal) = e.signal() {
+                        absorb_crash(exe, cfg, &mut report, index, &program, signal, &mut progress);
+                    }
                     report.programs.push(ProgramRun {
                         program,
                         verdict: Verdict::Inconclusive,
@@ -385,7 +418,9 @@ fn absorb(
         f.also_in.push(index);
         return;
     }
-    let (shrunk, checks) = shrink(exe, run, cfg.shrink_checks);
+    let shrunk = shrink(exe, run.program.clone(), Some(run), Keep::Leak, cfg.shrink_checks);
+    let checks = shrunk.checks;
+    let Some(shrunk) = shrunk.run else { return };
     let steps = labels(&shrunk.program.steps);
     if let Some(f) = report.findings.iter_mut().find(|f| f.steps == steps) {
         f.also_in.push(index);
@@ -421,15 +456,114 @@ fn absorb(
     });
 }
 
-/// Shrinks a leaking program: steps removed while it still leaks (two candidates at a time), then
-/// each step's class made plainer, within `budget` checks. Returns the smallest leaking run and
-/// the checks spent.
-pub fn shrink(exe: &Exe, found: ProgramRun, budget: u32) -> (ProgramRun, u32) {
-    let mut best = found;
-    let mut checks = 0u32;
-    let leaks = |run: &Result<ProgramRun, SweepError>| matches!(run, Ok(r) if r.verdict == Verdict::Leak);
+/// A program that killed its child: counted under the crash whose steps it holds, or shrunk into a
+/// new one. (Indices: the program's place in the report, which it takes after this returns.)
+fn absorb_crash(
+    exe: &Exe,
+    cfg: &FuzzConfig,
+    report: &mut FuzzReport,
+    index: usize,
+    program: &Program,
+    signal: i32,
+    progress: &mut impl FnMut(&str),
+) {
+    let have = labels(&program.steps);
+    let held = |c: &FuzzCrash| c.signal == signal && c.steps.iter().all(|s| have.contains(s));
+    if let Some(c) = report.crashes.iter_mut().find(|c| held(c)) {
+        c.also_in.push(index);
+        return;
+    }
+    let shrunk = shrink(exe, program.clone(), None, Keep::Signal(signal), cfg.shrink_checks);
+    let steps = labels(&shrunk.program.steps);
+    if let Some(c) = report.crashes.iter_mut().find(|c| c.signal == signal && c.steps == steps) {
+        c.also_in.push(index);
+        return;
+    }
+    // The shrunk program's own failure (its stderr may name the cause, as an abort's does).
+    let message = match exe.run(&shrunk.program) {
+        Err(e) => e.to_string().lines().next().unwrap_or_default().to_string(),
+        Ok(_) => format!("signal {signal}"),
+    };
+    let id = report.crashes.len() + 1;
+    let header = vec![
+        format!("rust-rocksdb {ROCKSDB_VERSION}: the loop below kills the process ({message})."),
+        format!(
+            "Found by `leakcheck sweep --fuzz --seed {}` (program {index}), shrunk to {} step(s) in {} checks.",
+            cfg.seed,
+            steps.len(),
+            shrunk.checks
+        ),
+        format!("Cargo.toml: rocksdb = {{ version = \"={ROCKSDB_VERSION}\" }}"),
+    ];
+    let snippet = program::snippet(&shrunk.program, &header);
+    progress(&format!("crash {id}: {} ({message})", steps.join(" ")));
+    report.crashes.push(FuzzCrash {
+        id,
+        signal,
+        message,
+        steps,
+        program: shrunk.program,
+        found_in: index,
+        also_in: Vec::new(),
+        shrink_checks: shrunk.checks,
+        snippet,
+    });
+}
+
+/// What a shrink must keep of the program it starts from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Keep {
+    /// Its leak: a smaller program must still be called a leak.
+    Leak,
+    /// Its crash: a smaller program must still kill its child with this signal.
+    Signal(i32),
+}
+
+impl Keep {
+    fn holds(self, run: &Result<ProgramRun, SweepError>) -> bool {
+        match (self, run) {
+            (Keep::Leak, Ok(r)) => r.verdict == Verdict::Leak,
+            (Keep::Signal(signal), Err(e)) => e.signal() == Some(signal),
+            _ => false,
+        }
+    }
+}
+
+/// A shrink's result: the smallest program that kept the property, its run when it ran (a crash
+/// has none), and the checks spent.
+#[derive(Debug)]
+pub struct Shrunk {
+    /// The smallest program found.
+    pub program: Program,
+    /// Its run: `Some` for a leak (the `run` passed in, or a smaller program's).
+    pub run: Option<ProgramRun>,
+    /// Checks spent.
+    pub checks: u32,
+}
+
+/// Shrinks a program that leaks or crashes (`keep`): steps removed while it keeps it (two
+/// candidates at a time), a setters step halved down to one setter, then each step's class made
+/// plainer, within `budget` checks.
+pub fn shrink(exe: &Exe, program: Program, run: Option<ProgramRun>, keep: Keep, budget: u32) -> Shrunk {
+    let mut best = Shrunk { program, run, checks: 0 };
+    // Runs the candidates two at a time; the first that keeps the property becomes the best.
+    let try_pairs = |best: &mut Shrunk, candidates: Vec<Program>| -> bool {
+        for pair in candidates.chunks(2) {
+            if best.checks >= budget {
+                return false;
+            }
+            best.checks += pair.len() as u32;
+            let runs = leakcheck::runner::in_parallel(pair.to_vec(), 2, |p| exe.run(&p));
+            if let Some((p, r)) = pair.iter().zip(runs).find(|(_, r)| keep.holds(r)) {
+                best.program = p.clone();
+                best.run = r.ok();
+                return true;
+            }
+        }
+        false
+    };
     // Removals: first every step alone, then each step left out.
-    'removals: while best.program.steps.len() > 1 && checks < budget {
+    while best.program.steps.len() > 1 && best.checks < budget {
         let steps = &best.program.steps;
         let alone = (0..steps.len()).map(|i| Program { steps: with_prefix(steps, i) });
         let without = (0..steps.len()).map(|i| {
@@ -440,22 +574,13 @@ pub fn shrink(exe: &Exe, found: ProgramRun, budget: u32) -> (ProgramRun, u32) {
         let mut candidates: Vec<Program> = alone.chain(without).filter(|p| program::validate(p).is_ok()).collect();
         candidates.dedup();
         candidates.retain(|p| p.steps.len() < best.program.steps.len());
-        for pair in candidates.chunks(2) {
-            if checks >= budget {
-                break 'removals;
-            }
-            checks += pair.len() as u32;
-            let runs = leakcheck::runner::in_parallel(pair.to_vec(), 2, |p| exe.run(&p));
-            if let Some(Ok(run)) = runs.into_iter().find(leaks) {
-                best = run;
-                continue 'removals;
-            }
+        if !try_pairs(&mut best, candidates) {
+            break;
         }
-        break;
     }
-    // A setters step down to the one setter that leaks, by halves.
+    // A setters step down to the one setter that keeps it, by halves.
     for i in 0..best.program.steps.len() {
-        while best.program.steps[i].op == "options-setters" && checks < budget {
+        while best.program.steps[i].op == "options-setters" && best.checks < budget {
             let range = setters::parse_range(&best.program.steps[i].args.key.bytes(0));
             if range.len() <= 1 {
                 break;
@@ -469,11 +594,8 @@ pub fn shrink(exe: &Exe, found: ProgramRun, budget: u32) -> (ProgramRun, u32) {
                     p
                 })
                 .collect();
-            checks += 2;
-            let runs = leakcheck::runner::in_parallel(halves, 2, |p| exe.run(&p));
-            match runs.into_iter().find(leaks) {
-                Some(Ok(run)) => best = run,
-                _ => break,
+            if !try_pairs(&mut best, halves) {
+                break;
             }
         }
     }
@@ -488,24 +610,23 @@ pub fn shrink(exe: &Exe, found: ProgramRun, budget: u32) -> (ProgramRun, u32) {
             .filter(|c| op.is_some_and(|o| o.classes.contains(c)))
             .collect();
         for class in plainer {
-            if checks >= budget {
-                return (best, checks);
+            if best.checks >= budget {
+                return best;
             }
             let Some(candidate) = program::redraw(&best.program, i, class) else { continue };
             if program::validate(&candidate).is_err() {
                 continue;
             }
-            checks += 1;
-            match exe.run(&candidate) {
-                Ok(run) if run.verdict == Verdict::Leak => {
-                    best = run;
-                    break;
-                }
-                _ => {}
+            best.checks += 1;
+            let run = exe.run(&candidate);
+            if keep.holds(&run) {
+                best.program = candidate;
+                best.run = run.ok();
+                break;
             }
         }
     }
-    (best, checks)
+    best
 }
 
 /// Step `i` alone, after a `close` when it needs the DB closed.
@@ -518,7 +639,8 @@ fn with_prefix(steps: &[Step], i: usize) -> Vec<Step> {
     }
 }
 
-/// Writes fuzz.json and each finding's snippet (finding-N.rs) into the report directory,
+/// Writes fuzz.json and each finding's and crash's snippet (finding-N.rs, crash-N.rs) into the
+/// report directory,
 /// atomically (a run stopped midway leaves the last complete report).
 fn write_report(cfg: &FuzzConfig, report: &FuzzReport) -> Result<(), SweepError> {
     let Some(dir) = &cfg.report else { return Ok(()) };
@@ -529,6 +651,9 @@ fn write_report(cfg: &FuzzConfig, report: &FuzzReport) -> Result<(), SweepError>
     write_atomic(&dir.join("fuzz.json"), &json).map_err(io("write fuzz.json"))?;
     for f in &report.findings {
         write_atomic(&dir.join(format!("finding-{}.rs", f.id)), f.snippet.as_bytes()).map_err(io("write a snippet"))?;
+    }
+    for c in &report.crashes {
+        write_atomic(&dir.join(format!("crash-{}.rs", c.id)), c.snippet.as_bytes()).map_err(io("write a snippet"))?;
     }
     Ok(())
 }
@@ -572,7 +697,20 @@ pub fn summary(report: &FuzzReport) -> String {
     for p in &panics {
         let _ = writeln!(out, "panic in the binding: {p}");
     }
-    for (i, e) in &report.failures {
+    for c in &report.crashes {
+        let _ = writeln!(
+            out,
+            "crash {}: {} (shrunk from program {}, seen {}): {}",
+            c.id,
+            c.steps.join(" "),
+            c.found_in,
+            1 + c.also_in.len(),
+            c.message
+        );
+    }
+    let crashed: std::collections::BTreeSet<usize> =
+        report.crashes.iter().flat_map(|c| std::iter::once(c.found_in).chain(c.also_in.iter().copied())).collect();
+    for (i, e) in report.failures.iter().filter(|(i, _)| !crashed.contains(i)) {
         let steps = report.programs.get(*i).map(|p| labels(&p.program.steps).join(" ")).unwrap_or_default();
         let _ = writeln!(out, "program {i} ({steps}) did not run: {}", e.lines().next().unwrap_or(""));
     }

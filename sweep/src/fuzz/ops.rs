@@ -845,11 +845,7 @@ pub const OPS: &[Op] = &[
         Cf,
         [Name],
         [Valid, Empty, Conflicting],
-        [
-            "DB::cf_handle",
-            "DB::property_value_cf",
-            "DB::property_int_value_cf"
-        ],
+        ["DB::cf_handle", "DB::property_value_cf", "DB::property_int_value_cf"],
         |db, dir, name, key, value, n| {
             let Some(cf) = db.cf_handle(name) else { return Ok(()) };
             db.property_value_cf(cf, "rocksdb.estimate-num-keys")?;
@@ -1508,18 +1504,9 @@ pub const OPS: &[Op] = &[
 /// `rocksdb_0_23`).
 #[cfg(rocksdb_0_23)]
 pub const OPS_SINCE_0_23: &[Op] = &[
-    fuzz_op!(
-        "db-identity",
-        Open,
-        None,
-        None,
-        [],
-        [Valid],
-        ["DB::get_db_identity"],
-        |db, dir, name, key, value, n| {
-            db.get_db_identity().map(drop)
-        }
-    ),
+    fuzz_op!("db-identity", Open, None, None, [], [Valid], ["DB::get_db_identity"], |db, dir, name, key, value, n| {
+        db.get_db_identity().map(drop)
+    }),
     fuzz_op!(
         "batch-with-capacity",
         Open,

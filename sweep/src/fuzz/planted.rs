@@ -1,12 +1,15 @@
-//! Two copies of binding functions with a leak planted in each, written over librocksdb-sys as
-//! the binding writes them: the fuzz's own proof that it can fail. Each leaks on one kind of
-//! input only, so that it is found only by drawing that input:
+//! Copies of binding functions with a bug planted in each, written over librocksdb-sys as the
+//! binding writes them: the fuzz's own proof that it can fail. Each fails on one kind of input
+//! only, so that it is found only by drawing that input:
 //!
 //! - [`open`], a copy of `DB::open`, does not free RocksDB's error message when the open fails
 //!   (the binding's `ffi_try!` frees it): a leak on the error path only.
 //! - [`batch_put`], a copy of `WriteBatch::put` with the batch's drop, returns early for an empty
 //!   key and so never destroys the batch: a leak for one argument class only (empty), not for
 //!   valid arguments.
+//! - [`set_ratelimiter`], a copy of `Options::set_ratelimiter`, aborts the process for a rate of
+//!   0 (RocksDB itself dies by SIGFPE there; an abort is the same kind of finding, a crash, made
+//!   certain): a crash for one argument class only (empty), for the crash shrink.
 //!
 //! Built with the sweep's `planted` feature only (the older releases' sweep builds without it).
 #![allow(unsafe_code, clippy::redundant_closure_call)]
@@ -26,6 +29,10 @@ use super::ops::{fuzz_op, Arg, ArgClass, Effect, Needs, Op, Ran, Role};
 pub const PLANTED_OPS: &[Op] = &[
     fuzz_op!(planted "planted-open", Any, None, NewDir, [Name], [Valid, Empty, Conflicting, Invalid, Large], ["planted::open (a copy of DB::open)"], |db, dir, name, key, value, n| {
         crate::fuzz::planted::open(&dir.join(name));
+        Ok(())
+    }),
+    fuzz_op!(planted "planted-ratelimiter", Any, None, None, [N], [Valid, Empty, Large], ["planted::set_ratelimiter (a copy of Options::set_ratelimiter)"], |db, dir, name, key, value, n| {
+        crate::fuzz::planted::set_ratelimiter(n as i64);
         Ok(())
     }),
     fuzz_op!(planted "planted-batch-put", Any, None, None, [Key, Value], [Valid, Empty, Repeated, Large], ["planted::batch_put (a copy of WriteBatch::put)"], |db, dir, name, key, value, n| {
@@ -81,5 +88,23 @@ pub fn batch_put(key: &[u8], value: &[u8]) {
             return; // planted: the early return skips the destroy below
         }
         librocksdb_sys::rocksdb_writebatch_destroy(batch);
+    }
+}
+
+/// `Options::default()`, `set_ratelimiter(rate, 100_000, 10)` and the options' drop. Planted bug:
+/// a rate of 0 aborts the process.
+#[cfg(feature = "planted")]
+pub fn set_ratelimiter(rate: i64) {
+    if rate == 0 {
+        std::process::abort(); // planted: the crash RocksDB's compiled-out assert lets through
+    }
+    // SAFETY: the options and the rate limiter are created, used and destroyed here; RocksDB
+    // keeps its own reference to the limiter in the options.
+    unsafe {
+        let opts = librocksdb_sys::rocksdb_options_create();
+        let limiter = librocksdb_sys::rocksdb_ratelimiter_create(rate, 100_000, 10);
+        librocksdb_sys::rocksdb_options_set_ratelimiter(opts, limiter);
+        librocksdb_sys::rocksdb_ratelimiter_destroy(limiter);
+        librocksdb_sys::rocksdb_options_destroy(opts);
     }
 }
