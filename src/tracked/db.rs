@@ -54,12 +54,21 @@ pub(super) struct CfSlot {
 pub(super) struct CfSet(Mutex<BTreeMap<String, CfSlot>>);
 
 impl CfSet {
-    /// Registers the handle of a column family just created with `opts` at `site`; it keeps
-    /// what those options keep alive.
-    pub(super) fn add(&self, ledger: &Ledger, name: &str, opts: &TrackedOptions, site: &'static Location<'static>) {
+    /// After `create_cf(name, opts)` at `site`: registers the new column family's handle, which
+    /// keeps what those options keep alive, when the create succeeded; passes its result on.
+    pub(super) fn created(
+        &self,
+        created: Result<(), rocksdb::Error>,
+        ledger: &Ledger,
+        name: &str,
+        opts: &TrackedOptions,
+        site: &'static Location<'static>,
+    ) -> Result<(), rocksdb::Error> {
+        created?;
         let token = ledger.register_at(HandleKind::ColumnFamily, site);
         let holds = opts.holds.rehold(&token);
         lock(&self.0).insert(name.to_string(), CfSlot { token, _holds: holds });
+        Ok(())
     }
 
     /// Releases the handle of a dropped column family (a [`TrackedBoundCf`] still holding it
@@ -102,9 +111,8 @@ macro_rules! tracked_cfs {
                 opts: &$crate::tracked::TrackedOptions,
             ) -> Result<(), rocksdb::Error> {
                 let site = std::panic::Location::caller();
-                self.inner.create_cf(name.as_ref(), &opts.inner)?;
-                self.cfs.add(self.token.ledger(), name.as_ref(), opts, site);
-                Ok(())
+                let created = self.inner.create_cf(name.as_ref(), &opts.inner);
+                self.cfs.created(created, self.token.ledger(), name.as_ref(), opts, site)
             }
 
             /// Drops a column family, releasing its native handle.
@@ -131,9 +139,8 @@ macro_rules! tracked_cfs {
                 opts: &$crate::tracked::TrackedOptions,
             ) -> Result<(), rocksdb::Error> {
                 let site = std::panic::Location::caller();
-                self.inner.create_cf(name.as_ref(), &opts.inner)?;
-                self.cfs.add(self.token.ledger(), name.as_ref(), opts, site);
-                Ok(())
+                let created = self.inner.create_cf(name.as_ref(), &opts.inner);
+                self.cfs.created(created, self.token.ledger(), name.as_ref(), opts, site)
             }
 
             /// Drops a column family. Its native handle is destroyed once no
