@@ -514,10 +514,8 @@ fn optimistic_transaction_db_and_its_transactions_kinds() {
     });
     check_kind(&ledger, HandleKind::OptimisticTransactionDb, || {
         let n = ledger.report().kinds.get("OptimisticTransactionDB").map_or(0, |c| c.created);
-        (
-            TrackedOptimisticTransactionDb::<SingleThreaded>::open(&o, dir.path().join(format!("o{n}"))).expect("open"),
-            line!(),
-        )
+        let path = dir.path().join(format!("o{n}"));
+        (TrackedOptimisticTransactionDb::<SingleThreaded>::open(&o, path).expect("open"), line!())
     });
     let db = TrackedOptimisticTransactionDb::<SingleThreaded>::open(&o, dir.path().join("main")).expect("open");
     db.put(b"k", b"v").expect("put");
@@ -528,6 +526,12 @@ fn optimistic_transaction_db_and_its_transactions_kinds() {
     check_kind(&ledger, HandleKind::RawIterator, || (db.raw_iterator(), line!()));
     check_kind(&ledger, HandleKind::Snapshot, || (db.snapshot(), line!()));
     check_kind(&ledger, HandleKind::WriteBatch, || (TrackedWriteBatch::for_transactions(&ledger), line!()));
+    check_kind(&ledger, HandleKind::Checkpoint, || {
+        (TrackedCheckpoint::of_optimistic(&db).expect("checkpoint"), line!())
+    });
+    let target = dir.path().join("checkpoint");
+    TrackedCheckpoint::of_optimistic(&db).expect("checkpoint").create_checkpoint(&target).expect("create");
+    assert!(target.join("CURRENT").exists(), "a checkpoint of the optimistic DB's base DB");
     // A transaction's reads are tracked too, and it holds its DB.
     let txn = db.transaction();
     check_kind(&ledger, HandleKind::Iterator, || (txn.iterator(IteratorMode::Start), line!()));

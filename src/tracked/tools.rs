@@ -5,7 +5,7 @@ use std::panic::Location;
 use rocksdb::checkpoint::Checkpoint;
 use rocksdb::{SstFileWriter, ThreadMode};
 
-use super::{deref_and_token, TrackedDb, TrackedOptions};
+use super::{deref_and_token, TrackedDb, TrackedOptimisticTransactionDb, TrackedOptions};
 use crate::{HandleKind, Token};
 
 /// A tracked checkpoint object.
@@ -22,6 +22,17 @@ impl<'db> TrackedCheckpoint<'db> {
     /// RocksDB's error when the checkpoint object cannot be created.
     #[track_caller]
     pub fn new<T: ThreadMode>(db: &'db TrackedDb<T>) -> Result<Self, rocksdb::Error> {
+        let site = Location::caller();
+        let inner = Checkpoint::new(db)?;
+        Ok(TrackedCheckpoint { inner, token: db.ledger().register_at(HandleKind::Checkpoint, site) })
+    }
+
+    /// `Checkpoint::new` for a tracked optimistic transaction DB (its base DB's checkpoint).
+    ///
+    /// # Errors
+    /// RocksDB's error when the checkpoint object cannot be created.
+    #[track_caller]
+    pub fn of_optimistic<T: ThreadMode>(db: &'db TrackedOptimisticTransactionDb<T>) -> Result<Self, rocksdb::Error> {
         let site = Location::caller();
         let inner = Checkpoint::new(db)?;
         Ok(TrackedCheckpoint { inner, token: db.ledger().register_at(HandleKind::Checkpoint, site) })
