@@ -5,6 +5,7 @@
 //! it over the old one), so a run killed at any moment, even with SIGKILL, leaves the last
 //! complete report behind, never a torn one.
 
+mod axis;
 mod plot;
 
 use std::collections::BTreeMap;

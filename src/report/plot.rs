@@ -6,6 +6,7 @@ use std::fmt::Write;
 
 use crate::verdict::CycleSample;
 
+use super::axis::{axis, ticks_within, Scale};
 use super::RunReport;
 use crate::units::escape_markup as esc;
 
@@ -25,6 +26,9 @@ const MARGIN_R: f64 = 200.0;
 const MARGIN_T: f64 = 34.0;
 const MARGIN_B: f64 = 36.0;
 const COLORS: [&str; 8] = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf"];
+/// A line pattern per series besides its colour, so lines that lie on each other (a series of
+/// zeros under another) and a reader without colour still tell them apart.
+const DASHES: [&str; 5] = ["", "9,3", "2,3", "9,3,2,3", "14,4,4,4"];
 
 struct Series {
     name: String,
@@ -32,15 +36,7 @@ struct Series {
     dashed: bool,
 }
 
-fn human(v: f64, bytes: bool) -> String {
-    if !bytes {
-        return if v.abs() >= 100.0 || v.fract() == 0.0 { format!("{v:.0}") } else { format!("{v:.1}") };
-    }
-    // Two decimals from MiB up: axis ticks a tenth of a MiB apart stay apart.
-    crate::units::human_bytes_with(v, if v.abs() >= 1024.0 * 1024.0 { 2 } else { 1 })
-}
-
-fn panel(out: &mut String, top: f64, title: &str, series: &[Series], bytes: bool) {
+fn panel(out: &mut String, top: f64, (title, note): (&str, &str), series: &[Series], scale: Scale) {
     let (x0, x1) = (MARGIN_L, W - MARGIN_R);
     let (y0, y1) = (top + MARGIN_T, top + PANEL_H - MARGIN_B);
     let all = || series.iter().flat_map(|s| s.points.iter());
@@ -51,8 +47,13 @@ fn panel(out: &mut String, top: f64, title: &str, series: &[Series], bytes: bool
         ymin = ymin.min(y);
         ymax = ymax.max(y);
     }
-    let _ =
-        writeln!(out, r#"<text x="{x0}" y="{}" font-size="15" font-weight="bold">{}</text>"#, top + 20.0, esc(title));
+    let _ = writeln!(
+        out,
+        r##"<text x="{x0}" y="{}" font-size="14" font-weight="bold">{}<tspan font-size="11" font-weight="normal" fill="#555" dx="10">{}</tspan></text>"##,
+        top + 20.0,
+        esc(title),
+        esc(note)
+    );
     if xmin > xmax {
         let _ = writeln!(out, r#"<text x="{x0}" y="{}" font-size="12">no data</text>"#, (y0 + y1) / 2.0);
         return;
@@ -60,12 +61,9 @@ fn panel(out: &mut String, top: f64, title: &str, series: &[Series], bytes: bool
     if xmax == xmin {
         xmax = xmin + 1.0;
     }
-    if ymax - ymin < 1e-9 {
-        ymin -= 1.0;
-        ymax += 1.0;
-    }
-    let pad = (ymax - ymin) * 0.05;
-    let (ymin, ymax) = (ymin - pad, ymax + pad);
+    // Round ticks, the axis widened to them: whole numbers for counts, one unit for bytes.
+    let y_axis = axis(ymin, ymax, 5, scale);
+    let (ymin, ymax) = (y_axis.min, y_axis.max);
     let sx = |x: f64| x0 + (x - xmin) / (xmax - xmin) * (x1 - x0);
     let sy = |y: f64| y1 - (y - ymin) / (ymax - ymin) * (y1 - y0);
     let _ = writeln!(
@@ -74,22 +72,26 @@ fn panel(out: &mut String, top: f64, title: &str, series: &[Series], bytes: bool
         x1 - x0,
         y1 - y0
     );
-    for i in 0..=4 {
-        let f = f64::from(i) / 4.0;
-        let y = ymin + f * (ymax - ymin);
-        let py = sy(y);
+    for (y, label) in &y_axis.ticks {
+        let py = sy(*y);
         let _ = writeln!(out, r##"<line x1="{x0}" y1="{py:.1}" x2="{x1}" y2="{py:.1}" stroke="#e4e4e4"/>"##);
         let _ = writeln!(
             out,
             r#"<text x="{}" y="{:.1}" font-size="11" text-anchor="end">{}</text>"#,
             x0 - 6.0,
             py + 4.0,
-            esc(&human(y, bytes))
+            esc(label)
         );
-        let x = xmin + f * (xmax - xmin);
+    }
+    for (x, label) in ticks_within(xmin, xmax, 6, Scale::Count) {
         let px = sx(x);
-        let _ =
-            writeln!(out, r#"<text x="{px:.1}" y="{}" font-size="11" text-anchor="middle">{x:.0}</text>"#, y1 + 16.0);
+        let _ = writeln!(out, r##"<line x1="{px:.1}" y1="{y1}" x2="{px:.1}" y2="{}" stroke="#999"/>"##, y1 + 4.0);
+        let _ = writeln!(
+            out,
+            r#"<text x="{px:.1}" y="{}" font-size="11" text-anchor="middle">{}</text>"#,
+            y1 + 16.0,
+            esc(&label)
+        );
     }
     let _ = writeln!(
         out,
@@ -106,7 +108,8 @@ fn panel(out: &mut String, top: f64, title: &str, series: &[Series], bytes: bool
         for (j, (px, py)) in at_pixels(&s.points, &sx, &sy).into_iter().enumerate() {
             let _ = write!(d, "{}{px:.1},{py:.1} ", if j == 0 { "M" } else { "L" });
         }
-        let dash = if s.dashed { r#" stroke-dasharray="6,4""# } else { "" };
+        let pattern = if s.dashed { "6,4" } else { DASHES[i % DASHES.len()] };
+        let dash = if pattern.is_empty() { String::new() } else { format!(r#" stroke-dasharray="{pattern}""#) };
         let _ = writeln!(out, r#"<path d="{d}" fill="none" stroke="{color}" stroke-width="1.6"{dash}/>"#);
         let ly = y0 + 14.0 + i as f64 * 18.0;
         let _ = writeln!(
@@ -117,6 +120,18 @@ fn panel(out: &mut String, top: f64, title: &str, series: &[Series], bytes: bool
         );
         let _ = writeln!(out, r#"<text x="{}" y="{}" font-size="11">{}</text>"#, x1 + 38.0, ly + 4.0, esc(&s.name));
     }
+}
+
+/// `text` cut to what fits in `width` pixels at `font_size` (a character of DejaVu Sans is at most
+/// about 0.62 of the size), with an ellipsis when cut: the whole text is in report.json.
+fn fit_width(text: &str, width: f64, font_size: f64) -> String {
+    let fits = (width / (0.62 * font_size)).floor().max(1.0) as usize;
+    if text.chars().count() <= fits {
+        return text.to_string();
+    }
+    let mut cut: String = text.chars().take(fits.saturating_sub(1)).collect();
+    cut.push('…');
+    cut
 }
 
 /// A point on the canvas: x and y in pixels.
@@ -214,11 +229,15 @@ pub fn plot_svgs(report: &RunReport, samples: &[CycleSample]) -> Vec<Plot> {
         report.verdict.verdict,
         report.cycles_run
     );
+    let settings = format!(
+        "{}; faults: {}",
+        report.settings.store_info(),
+        if report.settings.plan.is_empty() { "none" } else { &report.settings.plan }
+    );
     let _ = writeln!(
         out,
-        r##"<text x="{MARGIN_L}" y="40" font-size="11" fill="#555">{}; faults: {}</text>"##,
-        esc(&report.settings.store_info().to_string()),
-        esc(if report.settings.plan.is_empty() { "none" } else { &report.settings.plan })
+        r##"<text x="{MARGIN_L}" y="40" font-size="11" fill="#555">{}</text>"##,
+        esc(&fit_width(&settings, W - MARGIN_L - 10.0, 11.0))
     );
     let unexplained = |c: &CycleSample| c.sample.unexplained_bytes().map(|v| v as f64);
     let mut bytes = vec![
@@ -235,9 +254,9 @@ pub fn plot_svgs(report: &RunReport, samples: &[CycleSample]) -> Vec<Plot> {
     panel(
         &mut out,
         44.0,
-        "bytes after each cycle (unexplained = allocated - RocksDB's - harness's - thread caches)",
+        ("bytes after each cycle", "unexplained = allocated - RocksDB's - harness's - thread caches"),
         &bytes,
-        true,
+        Scale::Bytes,
     );
 
     let kinds: BTreeSet<&String> = samples.iter().flat_map(|c| c.retained_handles.keys()).collect();
@@ -253,9 +272,16 @@ pub fn plot_svgs(report: &RunReport, samples: &[CycleSample]) -> Vec<Plot> {
         series_of(samples, "RSS anonymous", |c| c.sample.process.rss_anon_bytes.map(|v| v as f64)),
         series_of(samples, "RSS", |c| c.sample.process.rss_bytes.map(|v| v as f64)),
     ];
-    panel(&mut out, 44.0 + PANEL_H, "resident memory (page-granular; jemalloc after purge)", &resident, true);
+    panel(
+        &mut out,
+        44.0 + PANEL_H,
+        ("resident memory", "page-granular; jemalloc's after purge"),
+        &resident,
+        Scale::Bytes,
+    );
 
-    panel(&mut out, 44.0 + 2.0 * PANEL_H, "retained handles per kind (undeclared, after close)", &handles, false);
+    let handles_title = ("retained handles per kind", "not declared shared, after close");
+    panel(&mut out, 44.0 + 2.0 * PANEL_H, handles_title, &handles, Scale::Count);
 
     let os = vec![
         series_of(samples, "fds under store dir", |c| c.sample.process.open_fds_under_dir.map(|v| v as f64)),
@@ -263,14 +289,22 @@ pub fn plot_svgs(report: &RunReport, samples: &[CycleSample]) -> Vec<Plot> {
         series_of(samples, "open fds (process)", |c| c.sample.process.open_fds.map(|v| v as f64)),
         series_of(samples, "threads", |c| c.sample.process.threads.map(|v| v as f64)),
     ];
-    panel(&mut out, 44.0 + 3.0 * PANEL_H, "open files, maps and threads", &os, false);
+    panel(&mut out, 44.0 + 3.0 * PANEL_H, ("open files, maps and threads", ""), &os, Scale::Count);
     out.push_str("</svg>\n");
     vec![Plot { file_name: "plot.svg".to_string(), svg: out }]
 }
 
 #[cfg(test)]
 mod tests {
-    use super::at_pixels;
+    use super::{at_pixels, fit_width};
+
+    #[test]
+    fn a_long_line_is_cut_to_its_width_with_an_ellipsis() {
+        assert_eq!(fit_width("short", 100.0, 10.0), "short");
+        let cut = fit_width(&"close.flush=5%,".repeat(20), 300.0, 10.0);
+        assert_eq!(cut.chars().count(), 48, "{cut}");
+        assert!(cut.ends_with('…'));
+    }
 
     #[test]
     fn a_line_keeps_each_columns_extremes_and_no_more() {
