@@ -377,35 +377,55 @@ pub fn prepare_dir(dir: &Path) -> Result<(), ReportError> {
     }
 }
 
-/// The columns of the samples CSV, in order. Columns are only ever added at the end.
-pub const SAMPLES_COLUMNS: [&str; 26] = [
-    "cycle",
-    "monotonic_ns",
-    "allocated_bytes",
-    "resident_bytes",
-    "explained_bytes",
-    "unexplained_bytes",
-    "bookkeeping_bytes",
-    "rocksdb_mem_table_bytes",
-    "rocksdb_table_readers_bytes",
-    "rocksdb_cache_bytes",
-    "rss_bytes",
-    "rss_anon_bytes",
-    "open_fds",
-    "open_fds_under_dir",
-    "maps",
-    "maps_under_dir",
-    "threads",
-    "retained_handles",
-    "settled",
-    "file_maps",
-    "tcache_bytes",
-    "rocksdb_cache_reserved_bytes",
-    "rocksdb_cache_over_capacity_bytes",
-    "allocator_internal_bytes",
-    "rocksdb_live_sst_files",
-    "rocksdb_live_sst_bytes",
+/// A cell of samples.csv: a count, a signed figure (empty when unknown) or a flag.
+enum Cell {
+    Count(Option<u64>),
+    Signed(Option<i64>),
+    Flag(bool),
+}
+
+/// samples.csv's columns, in order, each with the cell it writes for a sample: the one list the
+/// header, the rows and [`SAMPLES_COLUMNS`] come from. Columns are only ever added at the end
+/// (a reader finds them by name: [`parse_samples_csv`]).
+const COLUMNS: [(&str, fn(&CycleSample) -> Cell); 26] = [
+    ("cycle", |c| Cell::Count(Some(c.cycle))),
+    ("monotonic_ns", |c| Cell::Count(Some(c.sample.monotonic_ns))),
+    ("allocated_bytes", |c| Cell::Count(c.sample.allocated_bytes())),
+    ("resident_bytes", |c| Cell::Count(c.sample.jemalloc.map(|j| j.resident_bytes))),
+    ("explained_bytes", |c| Cell::Signed(Some(c.sample.explained_bytes()))),
+    ("unexplained_bytes", |c| Cell::Signed(c.sample.unexplained_bytes())),
+    ("bookkeeping_bytes", |c| Cell::Signed(c.sample.bookkeeping_bytes)),
+    ("rocksdb_mem_table_bytes", |c| Cell::Count(c.sample.rocksdb.map(|r| r.mem_table_total_bytes))),
+    ("rocksdb_table_readers_bytes", |c| Cell::Count(c.sample.rocksdb.map(|r| r.table_readers_total_bytes))),
+    ("rocksdb_cache_bytes", |c| Cell::Count(c.sample.rocksdb.map(|r| r.cache_total_bytes))),
+    ("rss_bytes", |c| Cell::Count(c.sample.process.rss_bytes)),
+    ("rss_anon_bytes", |c| Cell::Count(c.sample.process.rss_anon_bytes)),
+    ("open_fds", |c| Cell::Count(c.sample.process.open_fds)),
+    ("open_fds_under_dir", |c| Cell::Count(c.sample.process.open_fds_under_dir)),
+    ("maps", |c| Cell::Count(c.sample.process.maps)),
+    ("maps_under_dir", |c| Cell::Count(c.sample.process.maps_under_dir)),
+    ("threads", |c| Cell::Count(c.sample.process.threads)),
+    ("retained_handles", |c| Cell::Count(Some(c.retained_handles.values().sum()))),
+    ("settled", |c| Cell::Flag(c.settled)),
+    ("file_maps", |c| Cell::Count(c.sample.process.file_maps)),
+    ("tcache_bytes", |c| Cell::Count(c.sample.jemalloc.map(|j| j.tcache_bytes))),
+    ("rocksdb_cache_reserved_bytes", |c| Cell::Count(c.sample.rocksdb.map(|r| r.cache_reserved_bytes))),
+    ("rocksdb_cache_over_capacity_bytes", |c| Cell::Count(c.sample.rocksdb.map(|r| r.cache_over_capacity_bytes))),
+    ("allocator_internal_bytes", |c| Cell::Count(c.sample.jemalloc.map(|j| j.internal_bytes))),
+    ("rocksdb_live_sst_files", |c| Cell::Count(c.sample.rocksdb.map(|r| r.live_sst_files))),
+    ("rocksdb_live_sst_bytes", |c| Cell::Count(c.sample.rocksdb.map(|r| r.live_sst_bytes))),
 ];
+
+/// The columns of the samples CSV, in order. Columns are only ever added at the end.
+pub const SAMPLES_COLUMNS: [&str; COLUMNS.len()] = {
+    let mut names = [""; COLUMNS.len()];
+    let mut i = 0;
+    while i < COLUMNS.len() {
+        names[i] = COLUMNS[i].0;
+        i += 1;
+    }
+    names
+};
 
 /// The CSV of samples: one row per sampled cycle.
 pub fn samples_csv(samples: &[CycleSample]) -> String {
@@ -417,42 +437,22 @@ pub fn samples_csv(samples: &[CycleSample]) -> String {
     out
 }
 
-/// One sample's row of the samples CSV, with its newline.
+/// One sample's row of the samples CSV, with its newline. Numbers and flags only: no cell ever
+/// needs quoting, which is why this is written here rather than by a CSV crate (one more crate in
+/// every user's dependency tree for a writer of numbers).
 fn push_row(out: &mut String, c: &CycleSample) {
-    let o = |v: Option<u64>| v.map(|v| v.to_string()).unwrap_or_default();
-    let oi = |v: Option<i64>| v.map(|v| v.to_string()).unwrap_or_default();
-    let s = &c.sample;
-    let r = s.rocksdb;
-    let p = &s.process;
-    let row = [
-        c.cycle.to_string(),
-        s.monotonic_ns.to_string(),
-        o(s.allocated_bytes()),
-        o(s.jemalloc.map(|j| j.resident_bytes)),
-        s.explained_bytes().to_string(),
-        oi(s.unexplained_bytes()),
-        oi(s.bookkeeping_bytes),
-        o(r.map(|r| r.mem_table_total_bytes)),
-        o(r.map(|r| r.table_readers_total_bytes)),
-        o(r.map(|r| r.cache_total_bytes)),
-        o(p.rss_bytes),
-        o(p.rss_anon_bytes),
-        o(p.open_fds),
-        o(p.open_fds_under_dir),
-        o(p.maps),
-        o(p.maps_under_dir),
-        o(p.threads),
-        c.retained_handles.values().sum::<u64>().to_string(),
-        c.settled.to_string(),
-        o(p.file_maps),
-        o(s.jemalloc.map(|j| j.tcache_bytes)),
-        o(r.map(|r| r.cache_reserved_bytes)),
-        o(r.map(|r| r.cache_over_capacity_bytes)),
-        o(s.jemalloc.map(|j| j.internal_bytes)),
-        o(r.map(|r| r.live_sst_files)),
-        o(r.map(|r| r.live_sst_bytes)),
-    ];
-    out.push_str(&row.join(","));
+    use std::fmt::Write as _;
+    for (i, (_, cell)) in COLUMNS.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        let _ = match cell(c) {
+            Cell::Count(Some(v)) => write!(out, "{v}"),
+            Cell::Signed(Some(v)) => write!(out, "{v}"),
+            Cell::Flag(v) => write!(out, "{v}"),
+            Cell::Count(None) | Cell::Signed(None) => Ok(()),
+        };
+    }
     out.push('\n');
 }
 
@@ -548,7 +548,10 @@ impl Row<'_> {
         ReportError::Samples { line: self.line, problem }
     }
 
+    /// The cell of column `name` (one of [`SAMPLES_COLUMNS`]), `None` when this CSV (an older
+    /// one) has no such column.
     fn text(&self, name: &str) -> Option<&str> {
+        debug_assert!(SAMPLES_COLUMNS.contains(&name), "{name} is not a samples.csv column");
         self.names.iter().position(|n| *n == name).map(|k| self.fields[k])
     }
 
@@ -848,6 +851,17 @@ mod tests {
             let t = w.signal_named(&name).unwrap_or_else(|| panic!("{name} lost"));
             assert_eq!((s.verdict, s.estimate, s.residue), (t.verdict, t.estimate, t.residue), "{name}");
         }
+    }
+
+    #[test]
+    fn every_column_written_is_read_back() {
+        // Written, read and written again: the same text, so the reader reads every column the
+        // one column list writes (a column it dropped or misread would change the second text).
+        let samples: Vec<CycleSample> = (0..20).map(sample).collect();
+        let text = samples_csv(&samples);
+        let again = samples_csv(&parse_samples_csv(&text).expect("parse"));
+        assert_eq!(again, text);
+        assert_eq!(text.lines().next().map(|h| h.split(',').count()), Some(SAMPLES_COLUMNS.len()));
     }
 
     #[test]
