@@ -384,10 +384,13 @@ enum Cell {
     Flag(bool),
 }
 
+/// How a column reads its cell from a sample.
+type CellOf = fn(&CycleSample) -> Cell;
+
 /// samples.csv's columns, in order, each with the cell it writes for a sample: the one list the
 /// header, the rows and [`SAMPLES_COLUMNS`] come from. Columns are only ever added at the end
 /// (a reader finds them by name: [`parse_samples_csv`]).
-const COLUMNS: [(&str, fn(&CycleSample) -> Cell); 26] = [
+const COLUMNS: [(&str, CellOf); 26] = [
     ("cycle", |c| Cell::Count(Some(c.cycle))),
     ("monotonic_ns", |c| Cell::Count(Some(c.sample.monotonic_ns))),
     ("allocated_bytes", |c| Cell::Count(c.sample.allocated_bytes())),
