@@ -376,7 +376,8 @@ pub fn fuzz(exe: &Exe, cfg: &FuzzConfig, mut progress: impl FnMut(&str)) -> Resu
                 }
                 Err(e) => {
                     if let Some(signal) = e.signal() {
-                        absorb_crash(exe, cfg, &mut report, index, &program, signal, &mut progress);
+                        let failure = first_line(&e);
+                        absorb_crash(exe, cfg, &mut report, (index, &program, failure), signal, &mut progress);
                     }
                     report.programs.push(ProgramRun {
                         program,
@@ -462,8 +463,7 @@ fn absorb_crash(
     exe: &Exe,
     cfg: &FuzzConfig,
     report: &mut FuzzReport,
-    index: usize,
-    program: &Program,
+    (index, program, failure): (usize, &Program, String),
     signal: i32,
     progress: &mut impl FnMut(&str),
 ) {
@@ -479,11 +479,9 @@ fn absorb_crash(
         c.also_in.push(index);
         return;
     }
-    // The shrunk program's own failure (its stderr may name the cause, as an abort's does).
-    let message = match exe.run(&shrunk.program) {
-        Err(e) => e.to_string().lines().next().unwrap_or_default().to_string(),
-        Ok(_) => format!("signal {signal}"),
-    };
+    // The shrunk program's own failure (its stderr may name the cause, as an abort's does): the
+    // found program's when nothing smaller crashed.
+    let message = shrunk.failure.unwrap_or(failure);
     let id = report.crashes.len() + 1;
     let header = vec![
         format!("rust-rocksdb {ROCKSDB_VERSION}: the loop below kills the process ({message})."),
@@ -537,6 +535,9 @@ pub struct Shrunk {
     pub program: Program,
     /// Its run: `Some` for a leak (the `run` passed in, or a smaller program's).
     pub run: Option<ProgramRun>,
+    /// For a crash: the first line of the smaller program's failure, when one replaced the
+    /// program passed in.
+    pub failure: Option<String>,
     /// Checks spent.
     pub checks: u32,
 }
@@ -545,7 +546,7 @@ pub struct Shrunk {
 /// candidates at a time), a setters step halved down to one setter, then each step's class made
 /// plainer, within `budget` checks.
 pub fn shrink(exe: &Exe, program: Program, run: Option<ProgramRun>, keep: Keep, budget: u32) -> Shrunk {
-    let mut best = Shrunk { program, run, checks: 0 };
+    let mut best = Shrunk { program, run, failure: None, checks: 0 };
     // Runs the candidates two at a time; the first that keeps the property becomes the best.
     let try_pairs = |best: &mut Shrunk, candidates: Vec<Program>| -> bool {
         for pair in candidates.chunks(2) {
@@ -556,7 +557,7 @@ pub fn shrink(exe: &Exe, program: Program, run: Option<ProgramRun>, keep: Keep, 
             let runs = leakcheck::runner::in_parallel(pair.to_vec(), 2, |p| exe.run(&p));
             if let Some((p, r)) = pair.iter().zip(runs).find(|(_, r)| keep.holds(r)) {
                 best.program = p.clone();
-                best.run = r.ok();
+                keep_run(best, r);
                 return true;
             }
         }
@@ -621,12 +622,25 @@ pub fn shrink(exe: &Exe, program: Program, run: Option<ProgramRun>, keep: Keep, 
             let run = exe.run(&candidate);
             if keep.holds(&run) {
                 best.program = candidate;
-                best.run = run.ok();
+                keep_run(&mut best, run);
                 break;
             }
         }
     }
     best
+}
+
+/// A candidate that kept the property becomes the best: its run (a leak) or its failure (a crash).
+fn keep_run(best: &mut Shrunk, run: Result<ProgramRun, SweepError>) {
+    match run {
+        Ok(r) => best.run = Some(r),
+        Err(e) => best.failure = Some(first_line(&e)),
+    }
+}
+
+/// The first line of an error, as a crash is listed.
+fn first_line(e: &SweepError) -> String {
+    e.to_string().lines().next().unwrap_or_default().to_string()
 }
 
 /// Step `i` alone, after a `close` when it needs the DB closed.
