@@ -6,4 +6,5 @@ export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-/var/tmp/leakcheck-target}"
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(dirname "$here")"
 cd "$root"
-"$here/ensure-deps"
+# A script that needs more (scripts/test: a browser) sets ensure_deps_args before sourcing this.
+"$here/ensure-deps" ${ensure_deps_args[@]+"${ensure_deps_args[@]}"}

@@ -240,6 +240,12 @@ fn a_soak_killed_with_sigkill_leaves_a_valid_report() {
     assert!(!r.complete, "killed mid-run: the last rewrite is an interim report");
     assert!(r.cycles_run >= 6);
     assert!(dir.path().join(report::SAMPLES_FILE).exists());
+    // The page is rewritten right after report.json (report_browser.rs opens it in Chromium):
+    // killed between the two, it is one rewrite (--report-every 2) behind.
+    let page = std::fs::read_to_string(dir.path().join(report::HTML_FILE)).expect("report.html survives SIGKILL");
+    assert!(page.trim_end().ends_with("</html>"), "a torn page");
+    let shown = [r.cycles_run, r.cycles_run - 2].map(|n| page.contains(&format!("; {n} cycles in")));
+    assert!(shown.contains(&true), "the page is of neither the JSON's rewrite nor the one before");
 }
 
 #[test]

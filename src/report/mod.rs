@@ -6,6 +6,7 @@
 //! complete report behind, never a torn one.
 
 mod axis;
+mod html;
 mod plot;
 
 use std::collections::BTreeMap;
@@ -15,7 +16,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-pub(crate) use plot::plot_svgs;
+pub use html::HTML_FILE;
+pub(crate) use plot::{plot_svgs, Plot};
 
 use crate::harness::{CycleRecord, HarnessReport, Phase};
 use crate::verdict::{CycleSample, RunVerdict, SignalVerdict};
@@ -28,6 +30,8 @@ pub const SCHEMA_VERSION: u32 = 1;
 pub const REPORT_FILE: &str = "report.json";
 /// The samples file's name in a report directory.
 pub const SAMPLES_FILE: &str = "samples.csv";
+/// The heap growth's flame graph in a report directory (`--profile`).
+pub const FLAME_FILE: &str = "heap-growth.svg";
 
 /// What the run was asked to do.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -332,6 +336,15 @@ pub enum ReportError {
         line: usize,
         /// What is wrong there.
         problem: String,
+    },
+    /// The samples CSV beside a report does not read back.
+    #[error("{}: {source}", path.display())]
+    SamplesFile {
+        /// The CSV.
+        path: PathBuf,
+        /// What is wrong with it ([`ReportError::Samples`]).
+        #[source]
+        source: Box<ReportError>,
     },
 }
 
@@ -655,24 +668,94 @@ impl Row<'_> {
     }
 }
 
-/// Writes the report and the samples CSV into `dir`, each atomically.
+/// Writes the samples CSV, report.json, the plots and report.html into `dir`, each atomically.
 ///
 /// # Errors
 /// The I/O error, naming the file.
 #[doc(hidden)]
 pub fn write_dir(dir: &Path, report: &RunReport, samples: &[CycleSample]) -> Result<(), ReportError> {
     write_atomic(&dir.join(SAMPLES_FILE), samples_csv(samples).as_bytes())?;
-    write_report_json(dir, report)
+    write_views(dir, report, samples).map(drop)
 }
 
-/// Writes report.json into `dir`, atomically.
+/// Writes report.json, the plots' SVG and report.html into `dir`, each atomically and in that
+/// order, so the page never shows a verdict the JSON does not have. The page shows the heap
+/// growth's flame graph (`heap-growth.svg`, written before the final report) when the run was
+/// profiled. Returns the plots (for plot.png).
 ///
 /// # Errors
 /// The I/O error, naming the file.
-pub(crate) fn write_report_json(dir: &Path, report: &RunReport) -> Result<(), ReportError> {
+pub(crate) fn write_views(dir: &Path, report: &RunReport, samples: &[CycleSample]) -> Result<Vec<Plot>, ReportError> {
     let json = serde_json::to_vec_pretty(report)
         .map_err(|source| ReportError::Parse { path: dir.join(REPORT_FILE), source })?;
-    write_atomic(&dir.join(REPORT_FILE), &json)
+    write_atomic(&dir.join(REPORT_FILE), &json)?;
+    let plots = plot_svgs(report, samples);
+    for plot in &plots {
+        write_atomic(&dir.join(&plot.file_name), plot.svg.as_bytes())?;
+    }
+    let flame_path = dir.join(FLAME_FILE);
+    let flame = match (report.complete && report.settings.profile_lg_sample.is_some())
+        .then(|| fs::read_to_string(&flame_path))
+    {
+        Some(Ok(svg)) => Some(svg),
+        // The run ended within the warm-up, or the files were not kept.
+        Some(Err(e)) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Some(Err(source)) => return Err(ReportError::Io { path: flame_path, source }),
+        None => None,
+    };
+    write_atomic(&dir.join(HTML_FILE), html::report_html(report, &plots, flame.as_deref()).as_bytes())?;
+    Ok(plots)
+}
+
+/// The samples of the report at `report` (samples.csv beside it), `None` when there is no such
+/// file (a report copied without it).
+///
+/// # Errors
+/// A CSV that cannot be read or does not parse, naming the file.
+pub fn read_samples_beside(report: &Path) -> Result<Option<Vec<CycleSample>>, ReportError> {
+    let path = report.with_file_name(SAMPLES_FILE);
+    match fs::read_to_string(&path) {
+        Ok(text) => {
+            parse_samples_csv(&text).map(Some).map_err(|e| ReportError::SamplesFile { path, source: Box::new(e) })
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(source) => Err(ReportError::Io { path, source }),
+    }
+}
+
+/// Writes the page of a comparison to `out` atomically: the verdicts, rates and times side by
+/// side, what regressed, and both runs' series on one plot (from the samples.csv beside each
+/// report; the page says so when one has none).
+///
+/// # Errors
+/// A samples CSV that does not read, or the page that cannot be written.
+pub fn write_compare_html(
+    out: &Path,
+    (old_path, old): (&Path, &RunReport),
+    (new_path, new): (&Path, &RunReport),
+    comparison: &Comparison,
+) -> Result<(), ReportError> {
+    let mut notes = Vec::new();
+    let mut series = |path: &Path| -> Result<Vec<CycleSample>, ReportError> {
+        Ok(read_samples_beside(path)?.unwrap_or_else(|| {
+            notes.push(format!("no {SAMPLES_FILE} beside {}: its series are not drawn", path.display()));
+            Vec::new()
+        }))
+    };
+    let (a, b) = (series(old_path)?, series(new_path)?);
+    let title = format!(
+        "old {} ({} cycles), new {} ({} cycles)",
+        old.verdict.verdict, old.cycles_run, new.verdict.verdict, new.cycles_run
+    );
+    let plots = plot::compare_svgs(&title, &a, &b);
+    let page = html::compare_html(
+        (&old_path.display().to_string(), old),
+        (&new_path.display().to_string(), new),
+        comparison,
+        &plots,
+        &notes,
+    );
+    write_atomic(out, page.as_bytes())
 }
 
 /// Reads a report, checking its schema version first.
@@ -831,6 +914,45 @@ mod tests {
         let text = serde_json::to_string(&report).expect("text");
         assert_eq!(serde_json::from_str::<RunReport>(&text).expect("read back"), report);
         assert_eq!(serde_json::from_value::<RunReport>(json).expect("read back sorted"), report);
+    }
+
+    #[test]
+    fn the_page_escapes_what_it_shows_and_loads_nothing() {
+        let samples: Vec<CycleSample> = (0..150).map(sample).collect();
+        let verdict = analyze(&samples, None, None, &AnalysisConfig::default());
+        let settings = RunSettings {
+            command: "check".to_string(),
+            store: "<script>alert(1)</script> & \"co\"".to_string(),
+            plan: "close.flush=5%".to_string(),
+            cycles: 150,
+            ..RunSettings::default()
+        };
+        let mut summary = CycleSummary::default();
+        summary.integrity_problems.push("cycle 3: key <b>".to_string());
+        let report = RunReport::new(settings, verdict, summary, crate::Ledger::new().report(), 150, 3.0, false);
+        let dir = tempfile::tempdir().expect("tempdir");
+        write_dir(dir.path(), &report, &samples).expect("write");
+        let page = fs::read_to_string(dir.path().join(HTML_FILE)).expect("page");
+        assert!(!page.contains("<script>alert") && !page.contains("<b>"), "unescaped text in the page");
+        assert!(page.contains("&lt;script&gt;alert(1)&lt;/script&gt; &amp; &quot;co&quot;"));
+        assert_eq!(page.matches("<script>").count(), 1, "only the page's own script");
+        let loads = ["src=", "href=", "url(", "@import"];
+        assert!(loads.iter().all(|l| !page.contains(l)), "the page loads nothing from elsewhere");
+        assert!(page.contains("150 cycles in 3.0 s") && page.contains("in progress"), "an interim page says so");
+        // Every panel carries its values for the hover script, as JSON that reads back.
+        let data: Vec<serde_json::Value> = page
+            .split("data-plot=\"")
+            .skip(1)
+            .map(|rest| {
+                let attr = &rest[..rest.find('"').expect("attribute end")];
+                let json = attr.replace("&quot;", "\"").replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&");
+                serde_json::from_str(&json).expect("panel data is JSON")
+            })
+            .collect();
+        assert_eq!(data.len(), 4);
+        let points = data[0]["series"][0]["points"].as_array().expect("points");
+        assert_eq!(points.len(), 150, "one point per cycle while cycles are fewer than pixel columns");
+        assert_eq!(points[149][0], 149.0);
     }
 
     #[test]

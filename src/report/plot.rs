@@ -99,6 +99,7 @@ fn panel(out: &mut String, top: f64, (title, note): (&str, &str), series: &[Seri
         (x0 + x1) / 2.0,
         y1 + 30.0
     );
+    hover_layer(out, [x0, x1, y0, y1], [xmin, xmax], series, scale);
     for (i, s) in series.iter().enumerate() {
         let color = COLORS[i % COLORS.len()];
         if s.points.is_empty() {
@@ -120,6 +121,45 @@ fn panel(out: &mut String, top: f64, (title, note): (&str, &str), series: &[Seri
         );
         let _ = writeln!(out, r#"<text x="{}" y="{}" font-size="11">{}</text>"#, x1 + 38.0, ly + 4.0, esc(&s.name));
     }
+}
+
+/// The panel's values for a reader to hover over (report.html's script; inert in plot.svg and
+/// plot.png): a transparent rectangle over the plot area carrying, as JSON in `data-plot`, the
+/// area's corners in pixels, its x range, the unit, and each measured series (fits left out)
+/// at most one point per pixel column, the last of each, so the data costs the panel's width
+/// whatever the run's length.
+fn hover_layer(out: &mut String, [x0, x1, y0, y1]: [f64; 4], [xmin, xmax]: [f64; 2], series: &[Series], scale: Scale) {
+    let measured: Vec<serde_json::Value> = series
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| !s.dashed && !s.points.is_empty())
+        .map(|(i, s)| {
+            let mut points: Vec<[f64; 2]> = Vec::new();
+            let mut last_column = None;
+            for &(x, y) in &s.points {
+                let column = ((x - xmin) / (xmax - xmin) * (x1 - x0)).floor() as i64;
+                if last_column == Some(column) {
+                    points.pop();
+                }
+                last_column = Some(column);
+                points.push([x, y]);
+            }
+            serde_json::json!({ "name": s.name, "color": COLORS[i % COLORS.len()], "points": points })
+        })
+        .collect();
+    let data = serde_json::json!({
+        "area": [x0, x1, y0, y1],
+        "x": [xmin, xmax],
+        "unit": match scale { Scale::Bytes => "bytes", Scale::Count => "count" },
+        "series": measured,
+    });
+    let _ = writeln!(
+        out,
+        r#"<rect class="lc-hover" x="{x0}" y="{y0}" width="{}" height="{}" fill="none" data-plot="{}"/>"#,
+        x1 - x0,
+        y1 - y0,
+        esc(&data.to_string())
+    );
 }
 
 /// `text` cut to what fits in `width` pixels at `font_size` (a character of DejaVu Sans is at most
@@ -292,6 +332,46 @@ pub fn plot_svgs(report: &RunReport, samples: &[CycleSample]) -> Vec<Plot> {
     panel(&mut out, 44.0 + 3.0 * PANEL_H, ("open files, maps and threads", ""), &os, Scale::Count);
     out.push_str("</svg>\n");
     vec![Plot { file_name: "plot.svg".to_string(), svg: out }]
+}
+
+/// Two runs' series on one plot (`compare --html`): unexplained and allocated bytes, retained
+/// handles of all kinds, and the process's open files, each panel with the old run's line and
+/// the new run's, over each run's own cycles.
+pub fn compare_svgs(title: &str, old: &[CycleSample], new: &[CycleSample]) -> Vec<Plot> {
+    let mut out = String::new();
+    let h = 3.0 * PANEL_H + 54.0;
+    let _ = writeln!(
+        out,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{h}" viewBox="0 0 {W} {h}" font-family="DejaVu Sans, Arial, sans-serif">"#
+    );
+    let _ = writeln!(out, r#"<rect width="100%" height="100%" fill="white"/>"#);
+    let _ = writeln!(
+        out,
+        r#"<text x="{MARGIN_L}" y="22" font-size="17">{}</text>"#,
+        esc(&fit_width(title, W - MARGIN_L - 10.0, 17.0))
+    );
+    type Value = fn(&CycleSample) -> Option<f64>;
+    let both = |name: &str, f: Value| {
+        vec![series_of(old, &format!("old {name}"), f), series_of(new, &format!("new {name}"), f)]
+    };
+    let mut bytes = both("unexplained", |c| c.sample.unexplained_bytes().map(|v| v as f64));
+    bytes.extend(both("allocated", |c| c.sample.allocated_bytes().map(|v| v as f64)));
+    bytes.retain(|s| !s.points.is_empty());
+    panel(&mut out, 44.0, ("bytes after each cycle", "old and new run"), &bytes, Scale::Bytes);
+    let handles = both("retained", |c| Some(c.retained_handles.values().sum::<u64>() as f64));
+    panel(
+        &mut out,
+        44.0 + PANEL_H,
+        ("retained handles, all kinds", "not declared shared, after close"),
+        &handles,
+        Scale::Count,
+    );
+    let mut os = both("open fds", |c| c.sample.process.open_fds.map(|v| v as f64));
+    os.extend(both("threads", |c| c.sample.process.threads.map(|v| v as f64)));
+    os.retain(|s| !s.points.is_empty());
+    panel(&mut out, 44.0 + 2.0 * PANEL_H, ("open files and threads", "the whole process"), &os, Scale::Count);
+    out.push_str("</svg>\n");
+    vec![Plot { file_name: "compare.svg".to_string(), svg: out }]
 }
 
 #[cfg(test)]

@@ -83,7 +83,7 @@ impl<L: Lifecycle> Check<'_, L> {
         self
     }
 
-    /// Also write the report directory (report.json, samples.csv, plots) here.
+    /// Also write the report directory (report.json, samples.csv, plots, report.html) here.
     pub fn report(mut self, dir: impl Into<PathBuf>) -> Self {
         self.options.report = Some(dir.into());
         self

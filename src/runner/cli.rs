@@ -31,7 +31,7 @@ use std::time::Duration;
 
 use clap::{Args, FromArgMatches, Subcommand};
 
-use super::{compare, run, Mode, RunError, RunOptions, StoreEnv};
+use super::{compare_to_page, run, Mode, RunError, RunOptions, StoreEnv};
 use crate::harness::Lifecycle;
 use crate::report::CompareLimits;
 
@@ -72,6 +72,10 @@ pub struct CompareArgs {
     /// Print the comparison as JSON.
     #[arg(long)]
     pub json: bool,
+    /// Also write the comparison as a page: both runs' series on one plot (from the samples.csv
+    /// beside each report.json) and the table of what regressed.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
 }
 
 /// A store binary's subcommands; `S` holds the store's own flags (flattened into check and
@@ -161,7 +165,7 @@ fn compare_command(c: &CompareArgs) -> Result<u8, RunError> {
         max_rate_increase_bytes: c.max_rate_increase,
         max_overhead_increase: c.max_overhead_increase / 100.0,
     };
-    let cmp = compare(&c.old, &c.new, limits)?;
+    let cmp = compare_to_page(&c.old, &c.new, limits, c.html.as_deref())?;
     if c.json {
         println!("{}", serde_json::to_string_pretty(&cmp).unwrap_or_default());
     } else {

@@ -21,7 +21,7 @@ mod check;
 pub mod cli;
 mod heap;
 mod progress;
-mod text;
+pub(crate) mod text;
 
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
@@ -125,11 +125,11 @@ pub struct RunOptions {
         )
     )]
     pub tracking: Option<Depth>,
-    /// Directory for the report (report.json, samples.csv, plot.svg and, with feature `png`,
+    /// Directory for the report (report.html, report.json, samples.csv, plot.svg and, with feature `png`,
     /// plot.png). Required by `soak`.
     #[cfg_attr(
         feature = "cli",
-        arg(long, help = "Directory for the report (report.json, samples.csv, plot.svg, plot.png)")
+        arg(long, help = "Directory for the report (report.html, report.json, samples.csv, plot.svg, plot.png)")
     )]
     pub report: Option<PathBuf>,
     /// Rewrite the report every this many cycles.
@@ -665,16 +665,15 @@ fn write_report(
 ) -> Result<(), RunError> {
     let failed = |source| RunError::Report { context: "writing the report".to_string(), source };
     csv.flush().map_err(failed)?;
-    report::write_report_json(dir, r).map_err(failed)?;
-    for plot in report::plot_svgs(r, samples) {
-        report::write_atomic(&dir.join(&plot.file_name), plot.svg.as_bytes()).map_err(failed)?;
-        #[cfg(feature = "png")]
-        if last {
+    let plots = report::write_views(dir, r, samples).map_err(failed)?;
+    #[cfg(feature = "png")]
+    if last {
+        for plot in &plots {
             let png = png_of(&plot.svg)?;
             report::write_atomic(&dir.join(plot.file_name.replace(".svg", ".png")), &png).map_err(failed)?;
         }
     }
-    let _ = last;
+    let _ = (last, plots);
     Ok(())
 }
 
@@ -724,13 +723,31 @@ pub fn in_parallel<J: Send, R: Send>(jobs: Vec<J>, workers: usize, f: impl Fn(J)
 /// # Errors
 /// A report that cannot be read, or limits that are not non-negative numbers.
 pub fn compare(old: &Path, new: &Path, limits: CompareLimits) -> Result<Comparison, RunError> {
+    compare_to_page(old, new, limits, None)
+}
+
+/// [`compare`], and with `html` the comparison's page written there
+/// ([`report::write_compare_html`]: both runs' series on one plot, the table of what regressed).
+///
+/// # Errors
+/// As [`compare`]; and a samples CSV beside a report that does not read, or a page that cannot be
+/// written.
+pub fn compare_to_page(
+    old: &Path,
+    new: &Path,
+    limits: CompareLimits,
+    html: Option<&Path>,
+) -> Result<Comparison, RunError> {
     let ok = |v: f64| v.is_finite() && v >= 0.0;
     if !(ok(limits.max_rate_increase_bytes) && ok(limits.max_overhead_increase)) {
         return Err(invalid("--max-rate-increase and --max-overhead-increase", "must be non-negative numbers"));
     }
-    let read =
-        |path: &Path| report::read(path).map_err(|source| RunError::Report { context: "compare".to_string(), source });
-    let a = read(old)?;
-    let b = read(new)?;
-    Ok(report::compare(&a, &b, limits))
+    let failed = |source| RunError::Report { context: "compare".to_string(), source };
+    let a = report::read(old).map_err(failed)?;
+    let b = report::read(new).map_err(failed)?;
+    let cmp = report::compare(&a, &b, limits);
+    if let Some(out) = html {
+        report::write_compare_html(out, (old, &a), (new, &b), &cmp).map_err(failed)?;
+    }
+    Ok(cmp)
 }

@@ -88,6 +88,31 @@ fn header(out: &mut String, r: &RunReport) {
     let _ = writeln!(out);
 }
 
+/// One row of the signal table, as text: the verdict (in parentheses when informational, with
+/// "(grows)" when clean with growth evidenced), the estimate per cycle, and its interval or the
+/// exact signal's residue. The text table and report.html show the same cells.
+pub(crate) fn signal_cells(e: &crate::SignalVerdict) -> [String; 3] {
+    let verdict = match (e.informational, e.growth_below_budget) {
+        (true, _) => format!("({})", e.verdict),
+        (false, true) => format!("{} (grows)", e.verdict),
+        (false, false) => e.verdict.to_string(),
+    };
+    let (per_cycle, detail) = match (e.kind(), e.estimate) {
+        (RuleKind::Exact, _) => ("-".to_string(), format!("residue {}", fmt_num(e.residue.map(|r| r.max), e.class()))),
+        (RuleKind::Statistical, Some(est)) => (
+            fmt_num(Some(est.value), e.class()),
+            format!("[{}, {}]", fmt_num(Some(est.lower), e.class()), fmt_num(Some(est.upper), e.class())),
+        ),
+        (RuleKind::Statistical, None) => ("-".to_string(), "-".to_string()),
+    };
+    [verdict, per_cycle, detail]
+}
+
+/// What the signal table's columns mean.
+pub(crate) const SIGNAL_TABLE_NOTE: &str = "per cycle: growth over the later half of the judged cycles; verdicts in \
+     parentheses are raw signals shown for reference, the run is judged on the net ones, after what RocksDB accounts \
+     for and the harness's own records";
+
 fn signal_rows(out: &mut String, r: &RunReport) {
     let _ = writeln!(
         out,
@@ -95,21 +120,7 @@ fn signal_rows(out: &mut String, r: &RunReport) {
         "signal", "class", "verdict", "per cycle", "interval / residue"
     );
     for e in &r.verdict.signals {
-        let verdict = match (e.informational, e.growth_below_budget) {
-            (true, _) => format!("({})", e.verdict),
-            (false, true) => format!("{} (grows)", e.verdict),
-            (false, false) => e.verdict.to_string(),
-        };
-        let (per_cycle, detail) = match (e.kind(), e.estimate) {
-            (RuleKind::Exact, _) => {
-                ("-".to_string(), format!("residue {}", fmt_num(e.residue.map(|r| r.max), e.class())))
-            }
-            (RuleKind::Statistical, Some(est)) => (
-                fmt_num(Some(est.value), e.class()),
-                format!("[{}, {}]", fmt_num(Some(est.lower), e.class()), fmt_num(Some(est.upper), e.class())),
-            ),
-            (RuleKind::Statistical, None) => ("-".to_string(), "-".to_string()),
-        };
+        let [verdict, per_cycle, detail] = signal_cells(e);
         let _ = writeln!(
             out,
             "{:<32} {:<10} {:<14} {:>12} {:>26}",
@@ -120,21 +131,27 @@ fn signal_rows(out: &mut String, r: &RunReport) {
             detail
         );
     }
-    let _ = writeln!(
-        out,
-        "(per cycle: growth over the later half of the judged cycles; verdicts in parentheses are raw signals shown\n \
-         for reference, the run is judged on the net ones, after what RocksDB accounts for and the harness's own records)"
-    );
+    // Broken where the terminal table's width ends.
+    let _ = writeln!(out, "({})", SIGNAL_TABLE_NOTE.replacen(" for reference", "\n for reference", 1));
 }
 
 fn signal_notes(out: &mut String, r: &RunReport) {
+    for line in notes(r) {
+        let _ = writeln!(out, "{line}");
+    }
+}
+
+/// What the signal table alone does not say: the look judged, what a clean verdict rules out,
+/// growth below the budget, memory kept once, cycles still needed. One line each, for the text
+/// table and report.html.
+pub(crate) fn notes(r: &RunReport) -> Vec<String> {
+    let mut out = Vec::new();
     if let Some(j) = r.verdict.judged_at_cycles {
-        let _ = writeln!(out, "statistical verdicts as judged after {j} cycles (the last look so far)");
+        out.push(format!("statistical verdicts as judged after {j} cycles (the last look so far)"));
     }
     if let Some(ro) = &r.verdict.rules_out {
         let growth = r.bytes_signal().and_then(|s| s.growth);
-        let _ = writeln!(
-            out,
+        out.push(format!(
             "clean: rules out a continuing leak above {}/cycle ({} per store instance): {} grew {} over cycles {}-{}, \
              against a budget of {} ({}){}",
             rate(ro.bytes_per_cycle),
@@ -154,35 +171,34 @@ fn signal_notes(out: &mut String, r: &RunReport) {
                 BudgetFrom::Tolerance => "the tolerance per cycle times the span",
             },
             ro.upper_alpha.map_or(String::new(), |a| format!(", at confidence {}", confidence(a)))
-        );
+        ));
         if ro.cache_rounding_bytes_per_cycle > 0.0 {
-            let _ = writeln!(
-                out,
+            out.push(format!(
                 "       of which {}/cycle is what a filling block cache's rounding allowance could hide over those cycles",
                 rate(ro.cache_rounding_bytes_per_cycle)
-            );
+            ));
         }
     }
     if r.verdict.signals.iter().any(|e| e.growth_below_budget && !e.informational) {
-        let _ = writeln!(out, "warning: \"clean (grows)\": growth below the budget at the last look, yet growth (the interval lies above zero)");
+        out.push("warning: \"clean (grows)\": growth below the budget at the last look, yet growth (the interval lies above zero)".to_string());
     }
     for e in r.verdict.signals.iter().filter(|e| !e.informational) {
         if let Some(ret) = e.retention {
-            let _ = writeln!(
-                out,
+            out.push(format!(
                 "retention: {} shifted once by {} near cycle {}, followed by level data (memory kept once: a pool or cache \
                  filling, or a leak that happened once)",
                 e.signal,
                 fmt_num(Some(ret.size), e.class()),
                 ret.at_cycle
-            );
+            ));
         }
     }
     for e in r.verdict.signals.iter().filter(|e| e.verdict == Verdict::Inconclusive && !e.informational) {
         if let Some(n) = e.more_cycles_needed {
-            let _ = writeln!(out, "{}: inconclusive, about {n} more cycles needed", e.signal);
+            out.push(format!("{}: inconclusive, about {n} more cycles needed", e.signal));
         }
     }
+    out
 }
 
 fn heap_section(out: &mut String, r: &RunReport) {
@@ -232,19 +248,30 @@ fn heap_section(out: &mut String, r: &RunReport) {
 }
 
 fn totals(out: &mut String, r: &RunReport) {
+    let lines = totals_lines(r);
+    if !lines.is_empty() {
+        let _ = writeln!(out);
+    }
+    for line in lines {
+        let _ = writeln!(out, "{line}");
+    }
+}
+
+/// The run's totals: the leak rate, the return to baseline, why the byte signals could not be
+/// trusted. One line each, for the text table and report.html.
+pub(crate) fn totals_lines(r: &RunReport) -> Vec<String> {
+    let mut out = Vec::new();
     if let Some(rate) = &r.verdict.leak_rate {
-        let _ = writeln!(
-            out,
-            "\nleak rate ({}): {} per cycle, {} per store instance ({} instances per cycle)",
+        out.push(format!(
+            "leak rate ({}): {} per cycle, {} per store instance ({} instances per cycle)",
             rate.signal,
             human_bytes(rate.bytes_per_cycle),
             human_bytes(rate.bytes_per_instance),
             rate.instances_per_cycle
-        );
+        ));
     }
     if let Some(b) = &r.verdict.baseline_return {
-        let _ = writeln!(
-            out,
+        out.push(format!(
             "return to baseline: {} ({}, fds under dir {:+}, maps under dir {:+})",
             b.verdict,
             match (b.unexplained_delta_bytes, b.allocated_delta_bytes) {
@@ -254,11 +281,12 @@ fn totals(out: &mut String, r: &RunReport) {
             },
             b.fds_under_dir_delta.unwrap_or(0),
             b.maps_under_dir_delta.unwrap_or(0)
-        );
+        ));
     }
     if let Some(why) = &r.verdict.bytes_unavailable {
-        let _ = writeln!(out, "\nbyte signals unavailable, so the run cannot be called clean: {why}");
+        out.push(format!("byte signals unavailable, so the run cannot be called clean: {why}"));
     }
+    out
 }
 
 fn ledger_section(out: &mut String, r: &RunReport) {
