@@ -17,8 +17,7 @@ use std::path::Path;
 
 use tikv_jemalloc_ctl::{Access, AsName};
 
-use super::ProbeError;
-use crate::units::escape_markup as esc;
+use super::{pprof, ProbeError};
 
 /// Defines jemalloc's start-up options (the `malloc_conf` symbol) so that heap profiling is
 /// compiled in and ready but inactive: `prof:true,prof_active:false`. A run then turns sampling
@@ -285,52 +284,42 @@ impl HeapProfile {
 
     /// The profile in pprof's format (protobuf, gzipped), sample types `inuse_objects`/`count`
     /// and `inuse_space`/`bytes` with estimated values, every address resolved by `resolve`
-    /// (innermost frame first, inlined frames before their caller).
+    /// (innermost frame first, inlined frames before their caller). The schema is pprof's
+    /// ([`super::pprof`]); prost writes it.
     ///
     /// # Errors
     /// When compressing fails (it writes to memory: in practice never).
     pub fn to_pprof(&self, resolve: &dyn Fn(u64) -> Vec<Frame>) -> Result<Vec<u8>, ProbeError> {
-        let mut p = Pprof::default();
-        let objects = p.string("inuse_objects");
-        let count = p.string("count");
-        let space = p.string("inuse_space");
-        let bytes = p.string("bytes");
-        let mut msg = Vec::new();
-        for (t, u) in [(objects, count), (space, bytes)] {
-            let mut vt = Vec::new();
-            varint_field(&mut vt, 1, t);
-            varint_field(&mut vt, 2, u);
-            bytes_field(&mut msg, 1, &vt);
-        }
-        let mut samples = Vec::new();
-        for (stack, s) in &self.stacks {
-            let ids: Vec<u64> = stack.iter().map(|a| p.location(*a, resolve)).collect();
-            let scale = if s.bytes == 0 { 1.0 } else { self.estimated_bytes(*s) / s.bytes as f64 };
-            let values = [(s.objects as f64 * scale).round() as u64, self.estimated_bytes(*s).round() as u64];
-            let mut sample = Vec::new();
-            packed_field(&mut sample, 1, &ids);
-            packed_field(&mut sample, 2, &values);
-            samples.push(sample);
-        }
-        for s in &samples {
-            bytes_field(&mut msg, 2, s);
-        }
-        for loc in &p.locations {
-            bytes_field(&mut msg, 4, loc);
-        }
-        for f in &p.functions {
-            bytes_field(&mut msg, 5, f);
-        }
-        for s in &p.strings {
-            bytes_field(&mut msg, 6, s.as_bytes());
-        }
-        let mut period_type = Vec::new();
-        varint_field(&mut period_type, 1, space);
-        varint_field(&mut period_type, 2, bytes);
-        bytes_field(&mut msg, 11, &period_type);
-        varint_field(&mut msg, 12, self.sample_period);
+        use prost::Message;
+        let mut t = Tables::default();
+        let value_type =
+            |t: &mut Tables, ty: &str, unit: &str| pprof::ValueType { r#type: t.string(ty), unit: t.string(unit) };
+        let sample_type =
+            vec![value_type(&mut t, "inuse_objects", "count"), value_type(&mut t, "inuse_space", "bytes")];
+        let period_type = Some(value_type(&mut t, "inuse_space", "bytes"));
+        let sample = self
+            .stacks
+            .iter()
+            .map(|(stack, s)| {
+                let estimated = self.estimated_bytes(*s);
+                let scale = if s.bytes == 0 { 1.0 } else { estimated / s.bytes as f64 };
+                pprof::Sample {
+                    location_id: stack.iter().map(|a| t.location(*a, resolve)).collect(),
+                    value: vec![(s.objects as f64 * scale).round() as i64, estimated.round() as i64],
+                }
+            })
+            .collect();
+        let profile = pprof::Profile {
+            sample_type,
+            sample,
+            location: t.locations,
+            function: t.functions,
+            string_table: t.strings,
+            period_type,
+            period: i64::try_from(self.sample_period).unwrap_or(i64::MAX),
+        };
         let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
-        gz.write_all(&msg).map_err(ProbeError::Compress)?;
+        gz.write_all(&profile.encode_to_vec()).map_err(ProbeError::Compress)?;
         gz.finish().map_err(ProbeError::Compress)
     }
 }
@@ -386,93 +375,54 @@ pub fn folded(growth: &[StackGrowth], resolve: &dyn Fn(u64) -> Vec<Frame>) -> St
     out
 }
 
-/// A flame graph of the growth (SVG): one box per function on a stack, as wide as the bytes that
-/// grew through it, callers below callees; hovering a box shows its name and bytes per cycle.
-pub fn flame_svg(growth: &[StackGrowth], resolve: &dyn Fn(u64) -> Vec<Frame>, title: &str) -> String {
-    #[derive(Default)]
-    struct Node {
-        bytes: f64,
-        per_cycle: f64,
-        children: BTreeMap<String, Node>,
+/// A flame graph of the growth (SVG, drawn by inferno from the [`folded`] stacks): one box per
+/// function on a stack, as wide as the bytes that grew through it, callers below callees,
+/// clickable to zoom, with a search. `None` when no stack grew.
+///
+/// # Errors
+/// When inferno cannot draw the stacks.
+pub fn flame_svg(
+    growth: &[StackGrowth],
+    resolve: &dyn Fn(u64) -> Vec<Frame>,
+    title: &str,
+) -> Result<Option<String>, ProbeError> {
+    let folded = folded(growth, resolve);
+    if !folded.lines().any(|l| l.rsplit(' ').next().is_some_and(|n| n != "0")) {
+        return Ok(None);
     }
-    let mut root = Node::default();
-    let mut depth_max = 0;
-    for g in growth {
-        let names: Vec<String> =
-            g.stack.iter().rev().flat_map(|a| resolve(*a).into_iter().rev().map(|f| f.function)).collect();
-        depth_max = depth_max.max(names.len());
-        root.bytes += g.bytes;
-        root.per_cycle += g.bytes_per_cycle;
-        let mut node = &mut root;
-        for n in names {
-            node = node.children.entry(n).or_default();
-            node.bytes += g.bytes;
-            node.per_cycle += g.bytes_per_cycle;
-        }
-    }
-    const WIDTH: f64 = 1200.0;
-    const ROW: f64 = 16.0;
-    let height = (depth_max as f64 + 3.0) * ROW;
-    let mut out = format!(
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{WIDTH}\" height=\"{height}\" font-family=\"monospace\" font-size=\"11\">\n\
-         <text x=\"4\" y=\"12\">{}</text>\n",
-        esc(title)
-    );
-    fn draw(out: &mut String, node: &Node, name: &str, x: f64, width: f64, depth: usize, height: f64) {
-        if width < 0.5 {
-            return;
-        }
-        let y = height - (depth as f64 + 1.0) * ROW;
-        let hue = name.bytes().fold(0u32, |h, b| h.wrapping_mul(31).wrapping_add(u32::from(b))) % 60;
-        out.push_str(&format!(
-            "<g><title>{} ({:.0} B per cycle)</title><rect x=\"{x:.1}\" y=\"{y:.1}\" width=\"{width:.1}\" height=\"{:.1}\" fill=\"hsl({hue},80%,60%)\" stroke=\"white\"/>",
-            esc(name),
-            node.per_cycle,
-            ROW - 1.0
-        ));
-        let chars = ((width - 4.0) / 7.0).floor() as usize;
-        if chars >= 3 {
-            let label: String = if name.chars().count() > chars {
-                name.chars().take(chars.saturating_sub(2)).chain("..".chars()).collect()
-            } else {
-                name.to_string()
-            };
-            out.push_str(&format!("<text x=\"{:.1}\" y=\"{:.1}\">{}</text>", x + 2.0, y + ROW - 4.0, esc(&label)));
-        }
-        out.push_str("</g>\n");
-        let mut cx = x;
-        for (child, c) in &node.children {
-            let w = if node.bytes > 0.0 { width * c.bytes / node.bytes } else { 0.0 };
-            draw(out, c, child, cx, w, depth + 1, height);
-            cx += w;
-        }
-    }
-    draw(&mut out, &root, "all growth", 0.0, WIDTH, 0, height);
-    out.push_str("</svg>\n");
-    out
+    let mut opts = inferno::flamegraph::Options::default();
+    opts.title = title.to_string();
+    opts.count_name = "bytes".to_string();
+    // Colours from the names, not at random: the same growth draws the same picture.
+    opts.hash = true;
+    let mut svg = Vec::new();
+    inferno::flamegraph::from_lines(&mut opts, folded.lines(), &mut svg).map_err(ProbeError::Flame)?;
+    String::from_utf8(svg)
+        .map(Some)
+        .map_err(|e| ProbeError::Flame(std::io::Error::new(std::io::ErrorKind::InvalidData, e)))
 }
 
-/// pprof's tables, built as samples are added.
+/// pprof's tables (strings, functions, locations), each entry added once, as samples need it.
 #[derive(Default)]
-struct Pprof {
+struct Tables {
     strings: Vec<String>,
-    string_ids: BTreeMap<String, u64>,
-    locations: Vec<Vec<u8>>,
+    string_ids: BTreeMap<String, i64>,
+    locations: Vec<pprof::Location>,
     location_ids: BTreeMap<u64, u64>,
-    functions: Vec<Vec<u8>>,
+    functions: Vec<pprof::Function>,
     function_ids: BTreeMap<(String, String), u64>,
 }
 
-impl Pprof {
-    fn string(&mut self, s: &str) -> u64 {
+impl Tables {
+    fn string(&mut self, s: &str) -> i64 {
         if self.strings.is_empty() {
-            self.strings.push(String::new()); // index 0 is the empty string, by the format
+            self.strings.push(String::new()); // index 0 is the empty string, by the schema
             self.string_ids.insert(String::new(), 0);
         }
         if let Some(id) = self.string_ids.get(s) {
             return *id;
         }
-        let id = self.strings.len() as u64;
+        let id = self.strings.len() as i64;
         self.strings.push(s.to_string());
         self.string_ids.insert(s.to_string(), id);
         id
@@ -485,13 +435,8 @@ impl Pprof {
         }
         let id = self.functions.len() as u64 + 1;
         let name = self.string(&f.function);
-        let file = self.string(f.file.as_deref().unwrap_or(""));
-        let mut m = Vec::new();
-        varint_field(&mut m, 1, id);
-        varint_field(&mut m, 2, name);
-        varint_field(&mut m, 3, name);
-        varint_field(&mut m, 4, file);
-        self.functions.push(m);
+        let filename = self.string(f.file.as_deref().unwrap_or(""));
+        self.functions.push(pprof::Function { id, name, system_name: name, filename });
         self.function_ids.insert(key, id);
         id
     }
@@ -501,47 +446,14 @@ impl Pprof {
             return *id;
         }
         let id = self.locations.len() as u64 + 1;
-        let mut m = Vec::new();
-        varint_field(&mut m, 1, id);
-        varint_field(&mut m, 3, address);
-        for f in resolve(address) {
-            let function = self.function(&f);
-            let mut line = Vec::new();
-            varint_field(&mut line, 1, function);
-            varint_field(&mut line, 2, u64::from(f.line.unwrap_or(0)));
-            bytes_field(&mut m, 4, &line);
-        }
-        self.locations.push(m);
+        let line = resolve(address)
+            .iter()
+            .map(|f| pprof::Line { function_id: self.function(f), line: i64::from(f.line.unwrap_or(0)) })
+            .collect();
+        self.locations.push(pprof::Location { id, address, line });
         self.location_ids.insert(address, id);
         id
     }
-}
-
-fn varint(out: &mut Vec<u8>, mut v: u64) {
-    while v >= 0x80 {
-        out.push((v as u8) | 0x80);
-        v >>= 7;
-    }
-    out.push(v as u8);
-}
-
-fn varint_field(out: &mut Vec<u8>, field: u32, v: u64) {
-    varint(out, u64::from(field) << 3);
-    varint(out, v);
-}
-
-fn bytes_field(out: &mut Vec<u8>, field: u32, data: &[u8]) {
-    varint(out, (u64::from(field) << 3) | 2);
-    varint(out, data.len() as u64);
-    out.extend_from_slice(data);
-}
-
-fn packed_field(out: &mut Vec<u8>, field: u32, values: &[u64]) {
-    let mut data = Vec::new();
-    for v in values {
-        varint(&mut data, *v);
-    }
-    bytes_field(out, field, &data);
 }
 
 #[cfg(test)]
@@ -670,37 +582,49 @@ MAPPED_LIBRARIES:
         let early = HeapProfile::parse(EARLY).expect("early");
         let late = HeapProfile::parse(LATE).expect("late");
         let growth = late.growth_since(&early, 10);
-        let svg = flame_svg(&growth, &names, "growth <test>");
-        assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
+        let svg = flame_svg(&growth, &names, "growth <test>").expect("drawn").expect("something grew");
+        assert!(svg.contains("<svg") && svg.trim_end().ends_with("</svg>"));
         assert!(svg.contains("growth &lt;test&gt;"), "the title is escaped");
-        // f30 is the outermost frame of every growing stack: full width, one row above the root.
-        assert!(svg.contains("<title>f30 ("), "{svg}");
-        let width_of = |name: &str| -> f64 {
-            let at = svg.find(&format!("<title>{name} (")).expect(name);
-            let w = &svg[at..];
-            let w = &w[w.find("width=\"").expect("width") + 7..];
-            w[..w.find('"').expect("quote")].parse().expect("a number")
+        // Each box's title gives its bytes: f30, the outermost frame of every growing stack,
+        // all of them; f10 and f12 their own stack's.
+        let bytes_of = |name: &str| -> u64 {
+            let at = svg.find(&format!("<title>{name} (")).unwrap_or_else(|| panic!("no box for {name}: {svg}"));
+            let rest = &svg[at + name.len() + 9..];
+            rest[..rest.find(' ').expect("count")].replace(',', "").parse().expect("a number")
         };
-        assert!((width_of("f30") - 1200.0).abs() < 0.2);
-        let (big, small) = (width_of("f10"), width_of("f12"));
-        let want = growth[0].bytes / growth[1].bytes;
-        assert!(((big / small) / want - 1.0).abs() < 0.01, "{big} / {small} against {want}");
+        let total: f64 = growth.iter().map(|g| g.bytes.round()).sum();
+        assert_eq!(bytes_of("f30"), total as u64);
+        assert_eq!(bytes_of("f10"), growth[0].bytes.round() as u64);
+        assert_eq!(bytes_of("f12"), growth[1].bytes.round() as u64);
+        assert_eq!(flame_svg(&[], &names, "none").expect("no error"), None, "nothing grew: no picture");
     }
 
     #[test]
-    fn pprof_output_is_gzipped_protobuf_with_the_names() {
+    fn pprof_output_decodes_with_the_schema() {
+        use prost::Message;
         let late = HeapProfile::parse(LATE).expect("late");
         let gz = late.to_pprof(&names).expect("pprof");
         let mut raw = Vec::new();
         std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&gz[..]), &mut raw).expect("gunzip");
-        let text = String::from_utf8_lossy(&raw);
-        for s in ["inuse_space", "inuse_objects", "bytes", "f10", "f12", "store.rs"] {
-            assert!(text.contains(s), "{s} missing");
+        let p = pprof::Profile::decode(&raw[..]).expect("a pprof profile");
+        let s = |i: i64| p.string_table[usize::try_from(i).expect("index")].as_str();
+        assert_eq!(s(0), "", "string 0 is empty, by the schema");
+        let types: Vec<(&str, &str)> = p.sample_type.iter().map(|t| (s(t.r#type), s(t.unit))).collect();
+        assert_eq!(types, [("inuse_objects", "count"), ("inuse_space", "bytes")]);
+        assert_eq!(p.period, 524288);
+        assert_eq!(p.sample.len(), late.stacks.len());
+        // Each sample: its stack's addresses, innermost first, named and placed, and its values.
+        for (sample, (stack, sampled)) in p.sample.iter().zip(&late.stacks) {
+            let location = |id: &u64| p.location.iter().find(|l| l.id == *id).expect("location");
+            let addresses: Vec<u64> = sample.location_id.iter().map(|id| location(id).address).collect();
+            assert_eq!(&addresses, stack);
+            let line = location(&sample.location_id[0]).line[0];
+            let f = p.function.iter().find(|f| f.id == line.function_id).expect("function");
+            let want = format!("f{:x}", stack[0]);
+            assert_eq!((s(f.name), s(f.filename), line.line), (want.as_str(), "store.rs", stack[0] as i64));
+            assert_eq!(sample.value[1], late.estimated_bytes(*sampled).round() as i64);
+            assert!(sample.value[0] >= sampled.objects as i64);
         }
-        // Field 12 (period) holds the sample period as a varint at the end.
-        let mut period = Vec::new();
-        varint_field(&mut period, 12, 524288);
-        assert!(raw.ends_with(&period));
     }
 
     /// The bound against known values of the chi-square relation `λ_low = χ²(1 - c; 2n) / 2`.

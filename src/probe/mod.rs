@@ -9,6 +9,8 @@ mod coverage;
 #[cfg(feature = "profiling")]
 pub(crate) mod heap;
 pub mod jemalloc;
+#[cfg(feature = "profiling")]
+pub mod pprof;
 pub mod process;
 #[cfg(feature = "rocksdb")]
 pub mod rocksdb;
@@ -119,6 +121,9 @@ pub enum ProbeError {
     /// A profile could not be compressed.
     #[error("cannot compress a profile: {0}")]
     Compress(#[source] std::io::Error),
+    /// The flame graph could not be drawn.
+    #[error("cannot draw the flame graph: {0}")]
+    Flame(#[source] std::io::Error),
     /// The scratch directory for the RocksDB check could not be made.
     #[error("the RocksDB coverage check could not create a scratch directory: {0}")]
     ScratchDir(#[source] std::io::Error),

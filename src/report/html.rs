@@ -38,7 +38,7 @@ ul.lines li { margin: 3px 0; }
 .plot { position: relative; }
 .plot svg { max-width: 100%; height: auto; }
 #lc-tip { position: absolute; display: none; pointer-events: none; background: rgba(255,255,255,0.95); border: 1px solid #888; border-radius: 3px; padding: 4px 8px; font-size: 12px; white-space: nowrap; }
-.flame { overflow-x: auto; }
+.flame { border: 1px solid #ddd; }
 "##;
 
 /// Shows the values under the pointer: for the panel under it, the cycle and each series' value
@@ -477,11 +477,34 @@ fn heap_section(page: &mut Page, r: &RunReport, flame: Option<&str>) {
         page.table("heap-stacks", &["per cycle", ">= (95%)", "samples", "stack (innermost first)"], &rows);
     }
     if let Some(svg) = flame {
-        page.para("", "Flame graph of the growth (heap-growth.svg beside this page):");
-        page.out.push_str("<div class=\"flame\">\n");
-        page.raw(svg);
-        page.out.push_str("</div>\n");
+        page.para(
+            "",
+            "Flame graph of the growth (heap-growth.svg beside this page): click a box to zoom, Ctrl-F to search.",
+        );
+        // In a frame of its own: the graph's script and element ids stay apart from the page's.
+        let _ = writeln!(
+            page.out,
+            "<iframe class=\"flame\" title=\"flame graph\" width=\"100%\" height=\"{}\" srcdoc=\"{}\"></iframe>",
+            svg_height(svg).map_or(600.0, |h| h + 20.0),
+            esc(&flame_document(svg))
+        );
     }
+}
+
+/// The flame graph's SVG as the frame's HTML document: without its XML prologue, and as wide as
+/// the frame (its script takes the root's `width` away so that it fills a window; in HTML an
+/// SVG without one would be 300 pixels wide).
+fn flame_document(svg: &str) -> String {
+    let root = svg.find("<svg").map_or(svg, |at| &svg[at..]);
+    format!("<!DOCTYPE html><html><head><meta charset=\"utf-8\"><style>html, body {{ margin: 0; }} svg {{ width: 100%; }}</style></head><body>{root}</body></html>")
+}
+
+/// The `height` of an SVG document's root element, in pixels.
+fn svg_height(svg: &str) -> Option<f64> {
+    let root = &svg[svg.find("<svg")?..];
+    let root = &root[..root.find('>')?];
+    let at = root.find(" height=\"")? + 9;
+    root[at..].split('"').next()?.parse().ok()
 }
 
 fn settings_section(page: &mut Page, r: &RunReport) {

@@ -98,7 +98,7 @@ impl HeapRun {
 
     /// The last dump, the growth per stack, and the files: `heap-first.pb.gz`, `heap-last.pb.gz`
     /// (pprof; `pprof -base heap-first.pb.gz heap-last.pb.gz`), `heap-growth.folded` and the flame
-    /// graph `heap-growth.svg`. The stacks are ranked by the growth that the caches' fill from
+    /// graph `heap-growth.svg` (when some stack grew). The stacks are ranked by the growth that the caches' fill from
     /// the first dump to the end (`cache_fill`, as [`cache_fill`]) does not explain.
     pub(super) fn finish(self, cycles_run: u64, cache_fill: Option<u64>) -> Result<Growth, RunError> {
         use crate::probe::heap::{self, HeapProfile};
@@ -136,7 +136,20 @@ impl HeapRun {
             write("heap-growth.folded", heap::folded(&growth, &resolve).as_bytes())?;
             let title =
                 format!("heap growth, cycles {first_after} to {cycles_run} (all stacks, leakcheck's own included)");
-            write("heap-growth.svg", heap::flame_svg(&growth, &resolve, &title).as_bytes())?;
+            match heap::flame_svg(&growth, &resolve, &title).map_err(RunError::Profile)? {
+                Some(svg) => write(crate::report::FLAME_FILE, svg.as_bytes())?,
+                // Nothing grew: no picture, and none left from an earlier run in this directory.
+                None => match std::fs::remove_file(self.dir.join(crate::report::FLAME_FILE)) {
+                    Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                        return Err(RunError::Dir {
+                            option: "--report",
+                            path: self.dir.join(crate::report::FLAME_FILE),
+                            source: e,
+                        })
+                    }
+                    _ => {}
+                },
+            }
         }
         let named = |g: &heap::StackGrowth| HeapStack {
             bytes_per_cycle: g.bytes_per_cycle,
