@@ -154,9 +154,14 @@ impl Page {
         self.out.push_str("</table>\n");
     }
 
-    /// Markup made elsewhere and already safe: the plots' SVG (escaped where it was drawn).
-    fn raw(&mut self, markup: &str) {
-        self.out.push_str(markup);
+    /// The plots' SVG (escaped where it was drawn), each in its box for the hover script.
+    fn plots(&mut self, plots: &[Plot]) {
+        self.para("note", "Hover over a panel for the values at a cycle.");
+        for p in plots {
+            let _ = writeln!(self.out, "<div class=\"plot\" data-file=\"{}\">", esc(&p.file_name));
+            self.out.push_str(&p.svg);
+            self.out.push_str("</div>\n");
+        }
     }
 
     fn finish(mut self) -> String {
@@ -215,12 +220,7 @@ pub(crate) fn report_html(r: &RunReport, plots: &[Plot], flame: Option<&str>) ->
     signal_table(&mut page, r);
     page.para("note", text::SIGNAL_TABLE_NOTE);
     page.section("plots", "Plots");
-    page.para("note", "Hover over a panel for the values at a cycle.");
-    for p in plots {
-        let _ = writeln!(page.out, "<div class=\"plot\" data-file=\"{}\">", esc(&p.file_name));
-        page.raw(&p.svg);
-        page.out.push_str("</div>\n");
-    }
+    page.plots(plots);
     handles_section(&mut page, r);
     faults_section(&mut page, r);
     integrity_section(&mut page, r);
@@ -564,13 +564,8 @@ pub(crate) fn compare_html(
     ];
     page.table("side-by-side", &["", "old", "new"], &rows);
     page.section("plots", "Both runs");
-    page.para("note", "Hover over a panel for the values at a cycle.");
     page.lines(notes);
-    for p in plots {
-        let _ = writeln!(page.out, "<div class=\"plot\" data-file=\"{}\">", esc(&p.file_name));
-        page.raw(&p.svg);
-        page.out.push_str("</div>\n");
-    }
+    page.plots(plots);
     page.section("signals", "Signals, old and new");
     let rows: Vec<Row> = new
         .verdict

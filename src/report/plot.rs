@@ -252,11 +252,10 @@ fn fit_line(
     })
 }
 
-/// Draws the report's plots: one SVG with four panels (bytes with the fitted slope, resident
-/// memory, retained handles per kind, open files and maps).
-pub fn plot_svgs(report: &RunReport, samples: &[CycleSample]) -> Vec<Plot> {
+/// An SVG document's start, tall enough for `panels` panels under a title line.
+fn svg_start(panels: u32, title: &str) -> String {
     let mut out = String::new();
-    let h = 4.0 * PANEL_H + 54.0;
+    let h = f64::from(panels) * PANEL_H + 54.0;
     let _ = writeln!(
         out,
         r#"<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{h}" viewBox="0 0 {W} {h}" font-family="DejaVu Sans, Arial, sans-serif">"#
@@ -264,11 +263,18 @@ pub fn plot_svgs(report: &RunReport, samples: &[CycleSample]) -> Vec<Plot> {
     let _ = writeln!(out, r#"<rect width="100%" height="100%" fill="white"/>"#);
     let _ = writeln!(
         out,
-        r#"<text x="{MARGIN_L}" y="22" font-size="17">leakcheck {}: {} after {} cycles</text>"#,
-        esc(&report.settings.command),
-        report.verdict.verdict,
-        report.cycles_run
+        r#"<text x="{MARGIN_L}" y="22" font-size="17">{}</text>"#,
+        esc(&fit_width(title, W - MARGIN_L - 10.0, 17.0))
     );
+    out
+}
+
+/// Draws the report's plots: one SVG with four panels (bytes with the fitted slope, resident
+/// memory, retained handles per kind, open files and maps).
+pub fn plot_svgs(report: &RunReport, samples: &[CycleSample]) -> Vec<Plot> {
+    let title =
+        format!("leakcheck {}: {} after {} cycles", report.settings.command, report.verdict.verdict, report.cycles_run);
+    let mut out = svg_start(4, &title);
     let settings = format!(
         "{}; faults: {}",
         report.settings.store_info(),
@@ -338,18 +344,7 @@ pub fn plot_svgs(report: &RunReport, samples: &[CycleSample]) -> Vec<Plot> {
 /// handles of all kinds, and the process's open files, each panel with the old run's line and
 /// the new run's, over each run's own cycles.
 pub fn compare_svgs(title: &str, old: &[CycleSample], new: &[CycleSample]) -> Vec<Plot> {
-    let mut out = String::new();
-    let h = 3.0 * PANEL_H + 54.0;
-    let _ = writeln!(
-        out,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{h}" viewBox="0 0 {W} {h}" font-family="DejaVu Sans, Arial, sans-serif">"#
-    );
-    let _ = writeln!(out, r#"<rect width="100%" height="100%" fill="white"/>"#);
-    let _ = writeln!(
-        out,
-        r#"<text x="{MARGIN_L}" y="22" font-size="17">{}</text>"#,
-        esc(&fit_width(title, W - MARGIN_L - 10.0, 17.0))
-    );
+    let mut out = svg_start(3, title);
     type Value = fn(&CycleSample) -> Option<f64>;
     let both = |name: &str, f: Value| {
         vec![series_of(old, &format!("old {name}"), f), series_of(new, &format!("new {name}"), f)]
