@@ -257,9 +257,14 @@ fn signal_table(page: &mut Page, r: &RunReport) {
     page.table("signal-table", &["signal", "class", "verdict", "per cycle", "interval / residue"], &rows);
 }
 
+/// Groups shown in a table at most: the page stays a page however many owners a leak spread
+/// over (report.json has every group).
+const MAX_GROUP_ROWS: usize = 500;
+
 fn group_rows(groups: &[HandleGroup]) -> Vec<Row> {
     groups
         .iter()
+        .take(MAX_GROUP_ROWS)
         .map(|g| {
             Row::new(vec![
                 g.kind.to_string(),
@@ -313,9 +318,15 @@ fn handles_section(page: &mut Page, r: &RunReport) {
             page.out,
             "<details{}><summary>by owner and holders ({} groups)</summary>",
             if rows.len() <= 12 { " open" } else { "" },
-            rows.len()
+            l.retained.len()
         );
         page.table("retained", &HEADERS, &rows);
+        if l.retained.len() > rows.len() {
+            page.para(
+                "note",
+                &format!("The first {} groups of {}; report.json has all.", rows.len(), l.retained.len()),
+            );
+        }
         page.out.push_str("</details>\n");
         if let Some(bt) = l.retained.iter().find_map(|g| g.backtrace.as_ref()) {
             let _ = writeln!(
