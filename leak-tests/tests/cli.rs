@@ -346,3 +346,34 @@ fn sweep_fails_on_a_planted_leak_and_names_bad_paths() {
         "{err}"
     );
 }
+
+/// A retained handle that outlived its settle makes the verdict a leak whatever later cycles do:
+/// check stops after that cycle and says why; `--all-cycles` runs every cycle, to the same verdict.
+#[test]
+fn check_stops_once_an_exact_signal_decides_and_all_cycles_runs_on() {
+    let run = |extra: &[&str]| -> RunReport {
+        let mut args =
+            vec!["check", "--plant", "offsets-options-tracked", "--cycles", "30", "--max-cycles", "30", "--json"];
+        args.extend(SMALL);
+        args.extend(extra);
+        let out = leakcheck(&args);
+        assert_eq!(code(&out), 1, "stderr: {}", String::from_utf8_lossy(&out.stderr));
+        serde_json::from_slice(&out.stdout).expect("report")
+    };
+    let stopped = run(&[]);
+    assert!(stopped.cycles_run < 30, "ran on after the verdict was decided: {}", stopped.cycles_run);
+    match &stopped.stopped {
+        Some(leakcheck::harness::Stopped::ExactLeak { signal, cycle }) => {
+            assert!(signal.to_string().starts_with("live_handles"), "{signal}");
+            assert_eq!(cycle + 1, stopped.cycles_run);
+        }
+        other => panic!("no reason to stop: {other:?}"),
+    }
+    assert_eq!(stopped.verdict.verdict, Verdict::Leak);
+    assert!(stopped.ledger.retained_of(HandleKind::Options) > 0);
+    assert_eq!(stopped.first_leak_cycle, Some(stopped.cycles_run - 1));
+    let full = run(&["--all-cycles"]);
+    assert_eq!((full.cycles_run, &full.stopped), (30, &None));
+    assert_eq!(full.first_leak_cycle, stopped.first_leak_cycle, "the same first leaking cycle");
+    assert!(full.ledger.retained_of(HandleKind::Options) > stopped.ledger.retained_of(HandleKind::Options));
+}

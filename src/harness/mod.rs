@@ -321,6 +321,11 @@ pub struct HarnessConfig {
     /// false-positive rate ([`AnalysisConfig`]), and the final verdict is judged as the look that
     /// stopped the run. `None` (the default): run `cycles`.
     pub decide_after: Option<u64>,
+    /// Stop after the first cycle an exact signal (handles, files under the store's directory,
+    /// swallowed close errors, integrity) leaves a residue that outlived its settle: the verdict
+    /// is then a leak whatever later cycles do (`leakcheck check`'s default; `false`, the
+    /// default here, runs every cycle).
+    pub stop_on_exact_leak: bool,
     /// Take a settled memory sample every this many cycles (1: every cycle).
     pub sample_every: u64,
     /// Run the store's integrity check every this many cycles (0: never).
@@ -397,6 +402,7 @@ impl Default for HarnessConfig {
         HarnessConfig {
             cycles: 100,
             decide_after: None,
+            stop_on_exact_leak: false,
             sample_every: 1,
             check_every: 1,
             settle: Settle::SAMPLES,
@@ -451,6 +457,45 @@ pub struct HarnessReport {
     pub verdict: RunVerdict,
     /// The ledger's report after the last cycle.
     pub ledger: LeakReport,
+    /// Why the run ended before its cycles, when it did.
+    pub stopped: Option<Stopped>,
+    /// The first cycle (0-based) the run's verdict was a leak: an exact signal's first residue,
+    /// or the look that first judged a statistical leak.
+    pub first_leak_cycle: Option<u64>,
+}
+
+/// Why a run ended before its cycles.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "why", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Stopped {
+    /// An exact signal left a residue that outlived its settle
+    /// ([`HarnessConfig::stop_on_exact_leak`]).
+    ExactLeak {
+        /// The signal.
+        signal: SignalId,
+        /// The cycle (0-based) the run stopped after.
+        cycle: u64,
+    },
+    /// The observer stopped the run (an interrupt, the duration's end, an error).
+    Asked {
+        /// The cycle (0-based) the run stopped after.
+        cycle: u64,
+    },
+}
+
+impl std::fmt::Display for Stopped {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Stopped::ExactLeak { signal, cycle } => write!(
+                f,
+                "stopped after cycle {}: {signal} left a residue that outlived its settle, so the verdict is a leak \
+                 whatever later cycles do",
+                cycle + 1
+            ),
+            Stopped::Asked { cycle } => write!(f, "stopped after cycle {}", cycle + 1),
+        }
+    }
 }
 
 /// What the observer sees after each cycle.
@@ -467,6 +512,8 @@ pub struct Progress<'a> {
     pub analysis: &'a Analysis,
     /// The verdict of the look taken after this cycle, when one was due.
     pub judged: Option<&'a RunVerdict>,
+    /// The first cycle the run's verdict was a leak, so far ([`HarnessReport::first_leak_cycle`]).
+    pub first_leak_cycle: Option<u64>,
 }
 
 /// The most samples a soak keeps in memory (for its plots): every sample is in samples.csv and
@@ -777,6 +824,8 @@ struct Run<'a> {
     /// The verdict of the last look.
     judged: Option<RunVerdict>,
     cycles_run: u64,
+    stopped: Option<Stopped>,
+    first_leak_cycle: Option<u64>,
     shared: SharedBaseline,
     baseline: Sample,
 }
@@ -811,6 +860,8 @@ impl<'a> Run<'a> {
             analysis,
             judged: None,
             cycles_run: 0,
+            stopped: None,
+            first_leak_cycle: None,
             shared: SharedBaseline::default(),
             baseline,
         }
@@ -841,17 +892,36 @@ impl<'a> Run<'a> {
         }
         // The observer runs outside the bookkeeping: what it keeps is not the harness's, and
         // must not be subtracted from the bytes judged.
+        let exact_leak = self.analysis.exact_leak();
+        if self.first_leak_cycle.is_none() {
+            let judged_leak = look.is_some() && self.judged.as_ref().is_some_and(|v| v.verdict == Verdict::Leak);
+            if exact_leak.is_some() || judged_leak {
+                self.first_leak_cycle = Some(cycle);
+            }
+        }
         let progress = Progress {
             record: &record,
             sample: sampled.as_ref(),
             samples: self.samples.kept(),
             analysis: &self.analysis,
             judged: self.judged.as_ref().filter(|_| look.is_some()),
+            first_leak_cycle: self.first_leak_cycle,
         };
         let decided = cfg.decide_after.is_some()
             && look.is_some()
             && self.judged.as_ref().is_some_and(|v| v.verdict != Verdict::Inconclusive);
-        let stop = observe(&progress).is_break() || decided;
+        let asked = observe(&progress).is_break();
+        let exact = exact_leak.filter(|_| cfg.stop_on_exact_leak);
+        let stop = asked || decided || exact.is_some();
+        // A stop is recorded when it cuts the run short of its cycles; check's decision at its
+        // look is its rule, not a stop.
+        if stop && cycle + 1 < cfg.cycles {
+            self.stopped = match exact {
+                _ if asked => Some(Stopped::Asked { cycle }),
+                Some(v) => Some(Stopped::ExactLeak { signal: v.signal, cycle }),
+                None => None,
+            };
+        }
         self.c.bk.track(|| {
             if let Some(s) = sampled {
                 self.samples.push(s);
@@ -908,6 +978,8 @@ impl<'a> Run<'a> {
             samples: self.samples.into_vec(),
             verdict,
             ledger: self.c.ledger.report(),
+            stopped: self.stopped,
+            first_leak_cycle: self.first_leak_cycle,
         }
     }
 }

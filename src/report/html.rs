@@ -199,7 +199,11 @@ fn status(r: &RunReport) -> String {
     } else {
         "in progress (this page is rewritten as the run goes)"
     };
-    format!("{} cycles in {:.1} s, {:.2} ms per cycle; {state}", r.cycles_run, r.elapsed_seconds, r.ms_per_cycle)
+    let stopped = r.stopped.as_ref().map_or(String::new(), |s| format!("; {s}"));
+    format!(
+        "{} cycles in {:.1} s, {:.2} ms per cycle; {state}{stopped}",
+        r.cycles_run, r.elapsed_seconds, r.ms_per_cycle
+    )
 }
 
 /// The page of one run: `plots` are its plots' SVG (as written beside it); `flame` the heap

@@ -221,6 +221,13 @@ pub struct RunReport {
     pub cycles_summary: CycleSummary,
     /// The ledger after the last cycle.
     pub ledger: LeakReport,
+    /// Why the run ended before the cycles asked, when it did (check stops once an exact
+    /// signal's residue makes the verdict a leak whatever later cycles do).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<crate::harness::Stopped>,
+    /// The first cycle (0-based) the run's verdict was a leak (a soak runs on past it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_leak_cycle: Option<u64>,
     /// With `--profile`: the call stacks whose live bytes grew most between the end of the
     /// warm-up and the end of the run (jemalloc's heap profile), the most unexplained growth
     /// first ([`HeapStack::unexplained_bytes_per_cycle`]).
@@ -255,6 +262,8 @@ impl RunReport {
             ms_per_cycle: if cycles_run > 0 { elapsed_seconds * 1e3 / cycles_run as f64 } else { 0.0 },
             cycles_summary: summary,
             ledger,
+            stopped: None,
+            first_leak_cycle: None,
             heap_growth: Vec::new(),
             heap_growth_by_function: Vec::new(),
         }
@@ -266,7 +275,11 @@ impl RunReport {
         for r in &h.records {
             summary.add(r);
         }
-        Self::new(settings, h.verdict.clone(), summary, h.ledger.clone(), h.cycles_run, elapsed_seconds, true)
+        let mut r =
+            Self::new(settings, h.verdict.clone(), summary, h.ledger.clone(), h.cycles_run, elapsed_seconds, true);
+        r.stopped = h.stopped.clone();
+        r.first_leak_cycle = h.first_leak_cycle;
+        r
     }
 
     /// The entry of a signal by its name in reports (`live_handles.Options`).

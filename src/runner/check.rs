@@ -89,6 +89,14 @@ impl<L: Lifecycle> Check<'_, L> {
         self
     }
 
+    /// Runs every cycle asked even once the verdict cannot change: by default the check stops
+    /// after the first cycle an exact signal (a retained handle, a file left open under the
+    /// store's directory, a swallowed close error, an integrity violation) makes it a leak.
+    pub fn all_cycles(mut self) -> Self {
+        self.options.all_cycles = true;
+        self
+    }
+
     /// Runs the check.
     ///
     /// # Errors

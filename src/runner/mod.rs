@@ -165,6 +165,13 @@ pub struct RunOptions {
     /// a run ends inconclusive, never clean.
     #[cfg_attr(feature = "cli", arg(long, hide = true))]
     pub simulate_invisible_allocations: bool,
+    /// `check`: run every cycle asked even once the verdict cannot change (by default check stops
+    /// after the first cycle an exact signal's residue makes it a leak), for a full table.
+    #[cfg_attr(
+        feature = "cli",
+        arg(long, help = "check: run every cycle asked even once the verdict is decided (a full table)")
+    )]
+    pub all_cycles: bool,
     /// Profile the heap (feature `profiling`): sample one allocation per `2^N` bytes from the
     /// end of the first cycle, dump jemalloc's profile after the warm-up and at the end, and report the call
     /// stacks whose live bytes grew ([`RunReport::heap_growth`], and in the report directory
@@ -203,6 +210,7 @@ impl Default for RunOptions {
             progress: false,
             interruptible: false,
             simulate_invisible_allocations: false,
+            all_cycles: false,
             profile: None,
         }
     }
@@ -534,6 +542,7 @@ fn harness_config(opts: &RunOptions, plan: &Plan, faults: FaultPlan) -> HarnessC
     let mut hc = HarnessConfig {
         cycles: plan.max_cycles.unwrap_or(plan.cycles),
         decide_after: (!soak).then_some(plan.cycles),
+        stop_on_exact_leak: !soak && !opts.all_cycles,
         plan: faults,
         seed: opts.seed,
         sample_every: plan.sample_every,
@@ -623,6 +632,8 @@ impl Watch<'_> {
             elapsed,
             false,
         );
+        let mut r = r;
+        r.first_leak_cycle = p.first_leak_cycle;
         write_report(dir, f, &r, p.samples, false)
     }
 
@@ -640,6 +651,8 @@ impl Watch<'_> {
             true,
         );
         r.interrupted = self.interrupted;
+        r.stopped = h.stopped.clone().filter(|s| !matches!(s, crate::harness::Stopped::Asked { .. }));
+        r.first_leak_cycle = h.first_leak_cycle;
         if let Some(heap) = self.heap {
             let growth = heap.finish(h.cycles_run, heap::cache_fill(&h.samples))?;
             r.heap_growth = growth.stacks;

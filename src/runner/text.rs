@@ -68,6 +68,14 @@ fn header(out: &mut String, r: &RunReport) {
         },
         if r.interrupted { " (interrupted)" } else { "" }
     );
+    if let Some(stopped) = &r.stopped {
+        let more = if matches!(stopped, crate::harness::Stopped::ExactLeak { .. }) {
+            " (--all-cycles runs them all)"
+        } else {
+            ""
+        };
+        let _ = writeln!(out, "{stopped}{more}");
+    }
     let _ = writeln!(
         out,
         "fault plan: {} (seed {}), tracking: {}",

@@ -435,6 +435,13 @@ impl Analysis {
             .collect()
     }
 
+    /// The first judged exact signal with a residue. An exact residue is a leak from the cycle it
+    /// appeared on, whatever later cycles do: once there is one, the run's verdict cannot change.
+    /// Cheap (one verdict per series, no samples read): asked after every cycle.
+    pub fn exact_leak(&self) -> Option<SignalVerdict> {
+        self.exact().into_iter().find(|v| v.verdict == Verdict::Leak && !v.informational)
+    }
+
     fn exact(&self) -> Vec<SignalVerdict> {
         let mut out = Vec::new();
         if let Some(s) = &self.dir_fds {
