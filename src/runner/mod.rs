@@ -166,7 +166,8 @@ pub struct RunOptions {
     #[cfg_attr(feature = "cli", arg(long, hide = true))]
     pub simulate_invisible_allocations: bool,
     /// `check`: run every cycle asked even once the verdict cannot change (by default check stops
-    /// after the first cycle an exact signal's residue makes it a leak), for a full table.
+    /// after the first cycle an exact signal's residue makes it a leak, unless it profiles the
+    /// heap, whose stacks need the cycles), for a full table.
     #[cfg_attr(
         feature = "cli",
         arg(long, help = "check: run every cycle asked even once the verdict is decided (a full table)")
@@ -542,7 +543,8 @@ fn harness_config(opts: &RunOptions, plan: &Plan, faults: FaultPlan) -> HarnessC
     let mut hc = HarnessConfig {
         cycles: plan.max_cycles.unwrap_or(plan.cycles),
         decide_after: (!soak).then_some(plan.cycles),
-        stop_on_exact_leak: !soak && !opts.all_cycles,
+        // With --profile the stacks of the growth need the cycles past the warm-up: run them all.
+        stop_on_exact_leak: !soak && !opts.all_cycles && opts.profile.is_none(),
         plan: faults,
         seed: opts.seed,
         sample_every: plan.sample_every,
