@@ -890,15 +890,17 @@ impl<'a> Run<'a> {
             // The verdict it replaces is dropped inside the bookkeeping too.
             self.c.bk.track(|| self.judged = Some(self.analysis.look(look)));
         }
-        // The observer runs outside the bookkeeping: what it keeps is not the harness's, and
-        // must not be subtracted from the bytes judged.
-        let exact_leak = self.analysis.exact_leak();
+        // Asked only while its answer is used: to stop, or until the first leak is known.
+        let exact_leak =
+            (cfg.stop_on_exact_leak || self.first_leak_cycle.is_none()).then(|| self.analysis.exact_leak()).flatten();
         if self.first_leak_cycle.is_none() {
             let judged_leak = look.is_some() && self.judged.as_ref().is_some_and(|v| v.verdict == Verdict::Leak);
             if exact_leak.is_some() || judged_leak {
                 self.first_leak_cycle = Some(cycle);
             }
         }
+        // The observer runs outside the bookkeeping: what it keeps is not the harness's, and
+        // must not be subtracted from the bytes judged.
         let progress = Progress {
             record: &record,
             sample: sampled.as_ref(),

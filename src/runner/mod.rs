@@ -625,7 +625,7 @@ impl Watch<'_> {
             return Ok(());
         };
         let elapsed = self.started.elapsed().as_secs_f64();
-        let r = RunReport::new(
+        let mut r = RunReport::new(
             self.settings.clone(),
             interim,
             self.summary.clone(),
@@ -634,7 +634,6 @@ impl Watch<'_> {
             elapsed,
             false,
         );
-        let mut r = r;
         r.first_leak_cycle = p.first_leak_cycle;
         write_report(dir, f, &r, p.samples, false)
     }
