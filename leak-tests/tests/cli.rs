@@ -170,6 +170,7 @@ fn bad_input_is_one_line_exit_2_and_leaves_no_files() {
         vec!["check", "--bogus"],
         vec!["check", "--duration", "5x", "--report", fresh_s],
         vec!["check", "--duration", "0s", "--report", fresh_s],
+        vec!["check", "--handle-quiet", "soon", "--report", fresh_s],
         vec!["check", "--faults", "close.mraker=10%", "--report", fresh_s],
         vec!["check", "--faults", "close.marker", "--report", fresh_s],
         vec!["check", "--faults", "close.marker=200%", "--report", fresh_s],
@@ -372,7 +373,9 @@ fn check_stops_once_an_exact_signal_decides_and_all_cycles_runs_on() {
     assert_eq!(stopped.verdict.verdict, Verdict::Leak);
     assert!(stopped.ledger.retained_of(HandleKind::Options) > 0);
     assert_eq!(stopped.first_leak_cycle, Some(stopped.cycles_run - 1));
-    let full = run(&["--all-cycles"]);
+    assert_eq!(stopped.settings.handle_quiet_ms, Some(100), "the report records the handle wait's quiet period");
+    let full = run(&["--all-cycles", "--handle-quiet", "250ms"]);
+    assert_eq!(full.settings.handle_quiet_ms, Some(250));
     assert_eq!((full.cycles_run, &full.stopped), (30, &None));
     assert_eq!(full.first_leak_cycle, stopped.first_leak_cycle, "the same first leaking cycle");
     assert!(full.ledger.retained_of(HandleKind::Options) > stopped.ledger.retained_of(HandleKind::Options));

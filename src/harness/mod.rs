@@ -22,6 +22,9 @@ use crate::verdict::{
 };
 use crate::{HandleKind, LeakReport, Ledger, Probe, Sample, Settle, Signal, SignalId};
 
+mod release;
+use release::ReleaseWatch;
+
 /// What a cycle's code gets: which cycle, the ledger to register handles in, the faults to check.
 #[derive(Debug, Clone, Copy)]
 pub struct CycleCtx<'a> {
@@ -332,13 +335,21 @@ pub struct HarnessConfig {
     pub check_every: u64,
     /// Settling before each memory sample (default [`Settle::SAMPLES`]).
     pub settle: Settle,
-    /// Settling before the per-cycle handle check: how long to wait for handles still retained
-    /// (a close finishing on another thread) before calling them leaked. A cycle that retains
-    /// nothing does not wait. Once a cycle's handles outlast the whole wait, the leak is
-    /// established and later cycles wait only 25 ms, so a store that leaks every cycle
-    /// is not slowed by it; the same holds for files and maps under the data directory
+    /// Settling before the per-cycle handle check: how long at most to wait for handles still
+    /// retained (a close finishing on another thread) before calling them leaked. A cycle that
+    /// retains nothing does not wait, and the wait ends sooner when nothing could release them
+    /// ([`HarnessConfig::handle_quiet`]). Once a cycle's handles outlast the wait, the leak is
+    /// established and later cycles wait only 25 ms, so a store that leaks every cycle is not
+    /// slowed by it; the same holds for files and maps under the data directory
     /// ([`Settle::pending_timeout`]).
     pub handle_settle: Settle,
+    /// The handle wait ends once this long has passed with nothing in the process that could
+    /// release a handle: no handle released, no thread started since the store opened still
+    /// running, no thread starting or ending, no other thread using CPU (above 1% of a core).
+    /// A release deferred in a way none of that shows (a close queued on an idle pool thread
+    /// that first sleeps) needs a value longer than its delay; [`HarnessConfig::handle_settle`]'s
+    /// timeout turns the rule off. Default 100 ms.
+    pub handle_quiet: std::time::Duration,
     /// How the samples are judged.
     pub analysis: AnalysisConfig,
     /// The fault plan.
@@ -410,6 +421,7 @@ impl Default for HarnessConfig {
             // returned (a store that finishes closing on another thread); clean cycles pay
             // nothing for the wait.
             handle_settle: Settle { timeout: std::time::Duration::from_secs(2), ..Settle::default() },
+            handle_quiet: std::time::Duration::from_millis(100),
             analysis: AnalysisConfig::default(),
             plan: FaultPlan::none(),
             seed: 0,
@@ -1065,6 +1077,7 @@ struct Cycler<'a> {
     bk: Bookkeeping,
     swallowed_total: usize,
     patience: Patience,
+    release: ReleaseWatch,
 }
 
 impl<'a> Cycler<'a> {
@@ -1075,6 +1088,7 @@ impl<'a> Cycler<'a> {
             bk: Bookkeeping::new(),
             swallowed_total: ledger.swallowed_count(),
             patience: Patience { patient: true },
+            release: ReleaseWatch::default(),
         }
     }
 
@@ -1095,6 +1109,7 @@ impl<'a> Cycler<'a> {
                 if unshared > 0 {
                     unshared_sites = unshared_cache_sites(ledger);
                 }
+                self.bk.track(|| self.release.closing());
                 // Close runs whatever work did: it is the release path.
                 close = raw(|| store.close(opened, &ctx));
                 Raw::Ok
@@ -1102,21 +1117,15 @@ impl<'a> Cycler<'a> {
             Ok(Err(e)) => Raw::Err(e),
             Err(p) => Raw::Panic(p),
         };
+        if !matches!(open, Raw::Ok) {
+            // A failed open is the release path of what it made.
+            self.bk.track(|| self.release.closing());
+        }
         let phases = self.bk.track(|| (describe(&open), describe(&work), describe(&close)));
         drop((open, work, close));
         let settle = self.patience.handle_settle(cfg);
-        let retained_handles = self.bk.track(|| {
-            settle
-                .retry(|| {
-                    let r = ledger.retained_counts();
-                    if r.is_empty() {
-                        Ok(r)
-                    } else {
-                        Err(r)
-                    }
-                })
-                .unwrap_or_else(|r| r)
-        });
+        let release = &mut self.release;
+        let retained_handles = self.bk.track(|| release.wait(ledger, settle, cfg.handle_quiet));
         if !retained_handles.is_empty() {
             self.patience.patient = false;
         }

@@ -341,6 +341,12 @@ impl Ledger {
             .collect()
     }
 
+    /// Handles released since the ledger was made, every kind together: it moves whenever any
+    /// handle is released.
+    pub(crate) fn released_total(&self) -> u64 {
+        self.kind_snapshot().values().map(|c| c.released).sum()
+    }
+
     /// Live handles of every kind, declared shared ones included.
     pub fn live_total(&self) -> u64 {
         self.kind_snapshot().values().map(|c| c.live).sum()

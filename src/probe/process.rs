@@ -96,6 +96,61 @@ pub(crate) fn parse_status(text: &str) -> Status {
     (rss, anon, threads)
 }
 
+/// This process's threads other than the calling one, at one moment: what the handle check
+/// watches to tell whether anything could still release a handle (a thread started since the
+/// store opened, a thread ending, a thread using CPU).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct OtherThreads {
+    /// Their ids, sorted.
+    pub(crate) ids: Vec<u32>,
+    /// CPU time they have used, in nanoseconds (each thread's `schedstat`); `None` when the
+    /// kernel keeps no `schedstat` for some thread (a kernel without `CONFIG_SCHED_INFO`).
+    pub(crate) cpu_ns: Option<u64>,
+}
+
+/// The calling thread's id, from `/proc/thread-self` (a link to `PID/task/TID`).
+fn own_thread_id() -> Option<u32> {
+    let link = fs::read_link("/proc/thread-self").ok()?;
+    link.file_name()?.to_str()?.parse().ok()
+}
+
+/// Reads [`OtherThreads`] into `out` (its vector is reused), their CPU time only with `cpu`
+/// (`cpu_ns` is `None` otherwise). A thread that ends between the listing and the read of its
+/// `schedstat` is left out of the ids.
+///
+/// # Errors
+/// When `/proc/self/task` or `/proc/thread-self` cannot be read.
+pub(crate) fn other_threads(out: &mut OtherThreads, cpu: bool) -> Result<(), ProbeError> {
+    let me = own_thread_id().ok_or_else(|| ProbeError::Proc {
+        path: PathBuf::from("/proc/thread-self"),
+        source: io::Error::new(io::ErrorKind::InvalidData, "not a link to PID/task/TID"),
+    })?;
+    out.ids.clear();
+    let mut total = cpu.then_some(0u64);
+    for entry in fs::read_dir("/proc/self/task").map_err(proc_err("/proc/self/task"))? {
+        let entry = entry.map_err(proc_err("/proc/self/task"))?;
+        let Some(id) = entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else { continue };
+        if id == me {
+            continue;
+        }
+        if total.is_some() {
+            match fs::read_to_string(entry.path().join("schedstat")) {
+                Ok(text) => {
+                    let ns = text.split_whitespace().next().and_then(|v| v.parse::<u64>().ok());
+                    total = total.zip(ns).map(|(a, b)| a + b);
+                }
+                // Gone since the listing: it ended, which the ids show.
+                Err(e) if e.kind() == io::ErrorKind::NotFound && !entry.path().exists() => continue,
+                Err(_) => total = None,
+            }
+        }
+        out.ids.push(id);
+    }
+    out.ids.sort_unstable();
+    out.cpu_ns = total;
+    Ok(())
+}
+
 /// `(all open fds, fds under dir)`. The directory handle used for listing is not counted.
 fn fds(dir: Option<&Path>) -> Result<(u64, Option<u64>), ProbeError> {
     let entries = fs::read_dir("/proc/self/fd").map_err(proc_err("/proc/self/fd"))?;
@@ -215,5 +270,54 @@ mod tests {
         assert_eq!(stats.open_fds_under_dir, Some(0));
         assert!(stats.maps.is_some_and(|v| v > 0), "{stats:?}");
         assert_eq!(stats.maps_under_dir, Some(0));
+    }
+
+    #[test]
+    fn other_threads_see_a_thread_start_work_and_end() {
+        let mut before = OtherThreads::default();
+        other_threads(&mut before, true).expect("read threads");
+        let me = own_thread_id().expect("own id");
+        assert!(!before.ids.contains(&me), "the calling thread is left out: {before:?}");
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (stop_tx, stop_rx) = std::sync::mpsc::channel::<()>();
+        let worker = std::thread::spawn(move || {
+            tx.send(own_thread_id()).expect("send id");
+            // 30 ms of CPU by its own count (on a loaded machine, more wall time), then wait to
+            // be let go.
+            let own_cpu = || {
+                let text = fs::read_to_string("/proc/thread-self/schedstat").unwrap_or_default();
+                text.split_whitespace().next().and_then(|v| v.parse::<u64>().ok()).unwrap_or(u64::MAX)
+            };
+            let start = own_cpu();
+            let mut x = 0u64;
+            while own_cpu().saturating_sub(start) < 30_000_000 {
+                for _ in 0..10_000 {
+                    x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(7));
+                }
+            }
+            stop_rx.recv().ok();
+            x
+        });
+        let id = rx.recv().expect("worker id").expect("worker's own id");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        let mut during = OtherThreads::default();
+        loop {
+            other_threads(&mut during, true).expect("read threads");
+            match (before.cpu_ns, during.cpu_ns) {
+                (Some(a), Some(b)) if b < a + 25_000_000 && std::time::Instant::now() < deadline => {
+                    std::thread::sleep(std::time::Duration::from_millis(5));
+                }
+                _ => break,
+            }
+        }
+        assert!(during.ids.contains(&id), "{id} in {during:?}");
+        if let (Some(a), Some(b)) = (before.cpu_ns, during.cpu_ns) {
+            assert!(b >= a + 20_000_000, "the worker's CPU shows: {a} -> {b}");
+        }
+        stop_tx.send(()).expect("let go");
+        worker.join().expect("worker");
+        let mut after = OtherThreads::default();
+        other_threads(&mut after, false).expect("read threads");
+        assert!(!after.ids.contains(&id), "{id} ended: {after:?}");
     }
 }

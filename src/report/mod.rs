@@ -63,6 +63,10 @@ pub struct RunSettings {
     /// it is).
     #[serde(default = "one")]
     pub sample_every: u64,
+    /// The handle check's quiet period in milliseconds ([`crate::HarnessConfig::handle_quiet`]);
+    /// absent from reports written before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub handle_quiet_ms: Option<u64>,
     /// `--profile N`: heap profiling sampled one allocation per `2^N` bytes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profile_lg_sample: Option<u32>,

@@ -97,6 +97,15 @@ impl<L: Lifecycle> Check<'_, L> {
         self
     }
 
+    /// How long the handle check keeps waiting for retained handles once nothing in the process
+    /// could release them (default 100 ms): raise it above the delay of a close your store
+    /// defers where no thread, CPU or release shows it (a close queued on an idle pool thread
+    /// that first sleeps). See [`crate::HarnessConfig::handle_quiet`].
+    pub fn handle_quiet(mut self, quiet: std::time::Duration) -> Self {
+        self.options.handle_quiet = Some(quiet);
+        self
+    }
+
     /// Runs the check.
     ///
     /// # Errors

@@ -173,6 +173,21 @@ pub struct RunOptions {
         arg(long, help = "check: run every cycle asked even once the verdict is decided (a full table)")
     )]
     pub all_cycles: bool,
+    /// How long the handle check keeps waiting for retained handles once nothing in the process
+    /// could release them (default 100 ms, [`HarnessConfig::handle_quiet`]): raise it above the
+    /// delay of a close deferred where no thread, CPU or release shows it (a close queued on an
+    /// idle pool thread that first sleeps).
+    #[cfg_attr(
+        feature = "cli",
+        arg(
+            long,
+            value_name = "DURATION",
+            value_parser = cli::parse_duration,
+            help = "How long the handle check waits for retained handles once nothing could release them (default \
+                    100ms; at most the 2 s bound): raise it above the delay of a close deferred on an idle thread"
+        )
+    )]
+    pub handle_quiet: Option<Duration>,
     /// Profile the heap (feature `profiling`): sample one allocation per `2^N` bytes from the
     /// end of the first cycle, dump jemalloc's profile after the warm-up and at the end, and report the call
     /// stacks whose live bytes grew ([`RunReport::heap_growth`], and in the report directory
@@ -212,6 +227,7 @@ impl Default for RunOptions {
             interruptible: false,
             simulate_invisible_allocations: false,
             all_cycles: false,
+            handle_quiet: None,
             profile: None,
         }
     }
@@ -532,6 +548,7 @@ fn settings_of<L: Lifecycle>(store: &L, opts: &RunOptions, plan: &Plan, faults: 
         seed: opts.seed,
         tracking: plan.depth.name().to_string(),
         sample_every: plan.sample_every,
+        handle_quiet_ms: Some(handle_quiet_of(opts).as_millis() as u64),
         profile_lg_sample: opts.profile,
     }
 }
@@ -549,6 +566,7 @@ fn harness_config(opts: &RunOptions, plan: &Plan, faults: FaultPlan) -> HarnessC
         seed: opts.seed,
         sample_every: plan.sample_every,
         keep_records: !soak,
+        handle_quiet: handle_quiet_of(opts),
         ..HarnessConfig::default()
     };
     if soak {
@@ -558,6 +576,11 @@ fn harness_config(opts: &RunOptions, plan: &Plan, faults: FaultPlan) -> HarnessC
         hc.allocator_check = crate::harness::simulated_invisible_allocations;
     }
     hc
+}
+
+/// The handle check's quiet period: `--handle-quiet`, else the harness's default.
+fn handle_quiet_of(opts: &RunOptions) -> Duration {
+    opts.handle_quiet.unwrap_or(HarnessConfig::default().handle_quiet)
 }
 
 /// What [`drive`] keeps while the harness runs: the report being written, the progress line, the
