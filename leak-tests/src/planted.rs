@@ -32,13 +32,29 @@ macro_rules! planted {
 }
 pub(crate) use planted;
 
+/// Handles parked by [`PlantedMalloc::parking_options`]: a registry that lives as long as the
+/// process, so they stay reachable to the end (what valgrind files under "still reachable").
+static PARKED: Mutex<Vec<leakcheck::tracked::TrackedOptions>> = Mutex::new(Vec::new());
+
+/// What [`PlantedMalloc`] does with a tracked handle each cycle.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum PlantedHandle {
+    /// Nothing.
+    None,
+    /// Forgets a tracked Options (`mem::forget`): unreachable.
+    Forget,
+    /// Parks a tracked Options in a process-wide registry: reachable, never released.
+    Park,
+}
+
 /// Wraps a lifecycle and leaks `bytes_per_cycle` bytes of native memory in every open (and,
-/// with [`PlantedMalloc::forgetting_options`], a tracked Options handle too).
+/// with [`PlantedMalloc::forgetting_options`] or [`PlantedMalloc::parking_options`], a tracked
+/// Options handle too).
 pub struct PlantedMalloc<L> {
     inner: L,
     bytes_per_cycle: usize,
     kept: Vec<usize>,
-    forget_options: bool,
+    handle: PlantedHandle,
 }
 
 impl<L> PlantedMalloc<L> {
@@ -49,13 +65,21 @@ impl<L> PlantedMalloc<L> {
             inner,
             bytes_per_cycle,
             kept: Vec::with_capacity(cycles.min(1 << 24) as usize),
-            forget_options: false,
+            handle: PlantedHandle::None,
         }
     }
 
     /// Also forgets one tracked `Options` per cycle (a leaked handle the ledger sees at once).
     pub fn forgetting_options(mut self) -> Self {
-        self.forget_options = true;
+        self.handle = PlantedHandle::Forget;
+        self
+    }
+
+    /// Also parks one tracked `Options` per cycle in a registry that lives as long as the
+    /// process (a leaked handle that stays reachable: no tool that scans memory at exit calls it
+    /// lost).
+    pub fn parking_options(mut self) -> Self {
+        self.handle = PlantedHandle::Park;
         self
     }
 
@@ -92,8 +116,10 @@ impl<L: Lifecycle> Lifecycle for PlantedMalloc<L> {
                 self.kept.push(std::hint::black_box(p) as usize);
             }
         }
-        if self.forget_options {
-            std::mem::forget(leakcheck::tracked::TrackedOptions::new(ctx.ledger));
+        match self.handle {
+            PlantedHandle::None => {}
+            PlantedHandle::Forget => std::mem::forget(leakcheck::tracked::TrackedOptions::new(ctx.ledger)),
+            PlantedHandle::Park => crate::lock(&PARKED).push(leakcheck::tracked::TrackedOptions::new(ctx.ledger)),
         }
         self.inner.open(ctx)
     }

@@ -49,6 +49,31 @@ pub struct Detection {
     pub seconds: f64,
     /// The slope estimate at the verdict (or at the end), bytes per cycle.
     pub slope_per_cycle: Option<f64>,
+    /// The verdict the run stopped on (or ended with): a leak, or with [`time_to_verdict`] a
+    /// clean look; inconclusive when the cycles ran out first.
+    #[serde(default = "inconclusive")]
+    pub verdict: Verdict,
+    /// With a clean verdict: the smallest continuing leak it rules out, bytes per cycle.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rules_out_per_cycle: Option<f64>,
+}
+
+fn inconclusive() -> Verdict {
+    Verdict::Inconclusive
+}
+
+impl Detection {
+    fn of(scenario: Scenario, leak_bytes_per_cycle: usize, found: Found, started: Instant) -> Self {
+        Detection {
+            scenario,
+            leak_bytes_per_cycle,
+            cycles_to_verdict: found.cycles,
+            seconds: started.elapsed().as_secs_f64(),
+            slope_per_cycle: found.slope,
+            verdict: found.verdict,
+            rules_out_per_cycle: found.rules_out,
+        }
+    }
 }
 
 /// Clean runs and how many were (wrongly) called leaking.
@@ -88,64 +113,130 @@ fn warmup_of(scenario: Scenario) -> usize {
 /// Cycles between two looks at the statistical verdict while a run goes.
 const CHECK_EVERY: usize = 5;
 
+/// When a run stops before its last cycle.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum StopAt {
+    /// Never: a clean run for the false-positive rate.
+    Never,
+    /// At the first leak verdict: a retained handle, or the bytes signal at a look.
+    Leak,
+    /// At the first decided verdict: a leak as above, or a look whose bytes signal is clean
+    /// with no handle retained in any cycle.
+    Verdict,
+}
+
+/// What a run found.
+struct Found {
+    /// Cycles to the verdict it stopped on, if it stopped on one.
+    cycles: Option<u64>,
+    /// The bytes signal's slope there (or at the end), bytes per cycle.
+    slope: Option<f64>,
+    /// The verdict it stopped on, or the bytes signal's at the end.
+    verdict: Verdict,
+    /// A clean verdict's bound on a continuing leak, bytes per cycle.
+    rules_out: Option<f64>,
+}
+
 fn run<L: Lifecycle>(
     store: &mut L,
     ledger: &Ledger,
     cycles: u64,
     warmup: usize,
-    stop_at_leak: bool,
-) -> Result<(Option<u64>, Option<f64>, Verdict), HarnessError> {
+    stop: StopAt,
+) -> Result<Found, HarnessError> {
     let h = harness(cycles, warmup);
     let analysis = h.config.analysis;
     let mut found = None;
     let mut slope = None;
+    let mut decided = Verdict::Inconclusive;
+    let mut rules_out = None;
     let mut looks = 0;
     let report = h.run_observed(store, ledger, |p| {
-        if stop_at_leak && !p.record.retained_handles.is_empty() {
+        if stop != StopAt::Never && !p.record.retained_handles.is_empty() {
             // A leaked handle is exact: no statistics to wait for.
-            found = Some(p.record.cycle + 1);
+            (found, decided) = (Some(p.record.cycle + 1), Verdict::Leak);
             return ControlFlow::Break(());
         }
         let n = p.samples.len();
-        if stop_at_leak && n >= analysis.warmup_cycles + 2 * CHECK_EVERY && n % CHECK_EVERY == 0 {
+        if stop != StopAt::Never && n >= analysis.warmup_cycles + 2 * CHECK_EVERY && n % CHECK_EVERY == 0 {
             looks += 1;
             let v = p.analysis.judge(Look::interim(looks));
             if let Some(s) = v.signal(BYTES_SIGNAL) {
                 slope = s.estimate.map(|e| e.value);
-                if s.verdict == Verdict::Leak {
-                    found = Some(p.record.cycle + 1);
+                // The handle check stops the run at its first residue, so none reached here.
+                let stops = s.verdict == Verdict::Leak || (stop == StopAt::Verdict && s.verdict == Verdict::Clean);
+                if stops {
+                    (found, decided, rules_out) = (Some(p.record.cycle + 1), s.verdict, s.rules_out_per_cycle());
                     return ControlFlow::Break(());
                 }
             }
         }
         ControlFlow::Continue(())
     })?;
-    let bytes = report.verdict.signal(BYTES_SIGNAL);
-    let verdict = bytes.map_or(Verdict::Inconclusive, |s| s.verdict);
-    if found.is_none() {
-        slope = bytes.and_then(|s| s.estimate).map(|e| e.value);
+    if found.is_some() {
+        return Ok(Found { cycles: found, slope, verdict: decided, rules_out });
     }
-    Ok((found, slope, verdict))
+    let bytes = report.verdict.signal(BYTES_SIGNAL);
+    Ok(Found {
+        cycles: None,
+        slope: bytes.and_then(|s| s.estimate).map(|e| e.value),
+        verdict: bytes.map_or(Verdict::Inconclusive, |s| s.verdict),
+        rules_out: bytes.and_then(leakcheck::SignalVerdict::rules_out_per_cycle),
+    })
 }
 
-/// Runs the fresh-DB loop leaking one tracked Options handle per cycle until the ledger flags
-/// it (the first cycle), for at most `max_cycles`.
+/// A leak planted in the fresh-DB loop for [`time_to_verdict`], each cycle.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Planted {
+    /// None: the clean loop.
+    Nothing,
+    /// 1 KiB of C malloc.
+    Malloc1k,
+    /// A tracked Options forgotten (`mem::forget`): unreachable.
+    ForgetOptions,
+    /// A tracked Options parked in a process-wide registry: reachable to the end, never released.
+    ParkOptions,
+}
+
+impl Planted {
+    /// Every planted leak, in the order tables list them.
+    pub const ALL: [Planted; 4] = [Planted::ForgetOptions, Planted::Malloc1k, Planted::ParkOptions, Planted::Nothing];
+
+    /// The name on the command line (`time-to-verdict --leak NAME`, scripts/memcheck-loop).
+    pub fn name(self) -> &'static str {
+        match self {
+            Planted::Nothing => "none",
+            Planted::Malloc1k => "malloc-1k",
+            Planted::ForgetOptions => "forget-options",
+            Planted::ParkOptions => "park-options",
+        }
+    }
+
+    /// The planted leak named `name`, if any.
+    pub fn named(name: &str) -> Option<Planted> {
+        Planted::ALL.into_iter().find(|p| p.name() == name)
+    }
+}
+
+/// Runs the fresh-DB loop with `planted` until its verdict is decided, for at most
+/// `max_cycles`: a retained handle is a leak at once; otherwise the bytes signal is looked at
+/// every 5 cycles past the warm-up, and the run stops at its first leak or clean look.
 ///
 /// # Errors
 /// When the scenario's directory cannot be prepared or watched.
-pub fn detect_forgotten_handle(dir: &Path, max_cycles: u64) -> Result<Detection, HarnessError> {
+pub fn time_to_verdict(planted: Planted, dir: &Path, max_cycles: u64) -> Result<Detection, HarnessError> {
     let start = Instant::now();
     crate::create_store_dir(dir)?;
     let ledger = Ledger::with_depth(Depth::Counts);
-    let mut store = PlantedMalloc::new(FreshDbLoop::new(dir, 100), 0, max_cycles).forgetting_options();
-    let (found, slope, _) = run(&mut store, &ledger, max_cycles, warmup_of(Scenario::FreshDb), true)?;
-    Ok(Detection {
-        scenario: Scenario::FreshDb,
-        leak_bytes_per_cycle: 0,
-        cycles_to_verdict: found,
-        seconds: start.elapsed().as_secs_f64(),
-        slope_per_cycle: slope,
-    })
+    let bytes = if planted == Planted::Malloc1k { 1024 } else { 0 };
+    let store = PlantedMalloc::new(FreshDbLoop::new(dir, 100), bytes, max_cycles);
+    let mut store = match planted {
+        Planted::ForgetOptions => store.forgetting_options(),
+        Planted::ParkOptions => store.parking_options(),
+        Planted::Nothing | Planted::Malloc1k => store,
+    };
+    let found = run(&mut store, &ledger, max_cycles, warmup_of(Scenario::FreshDb), StopAt::Verdict)?;
+    Ok(Detection::of(Scenario::FreshDb, bytes, found, start))
 }
 
 /// Runs `scenario` with a planted leak of `leak` bytes per cycle for at most `max_cycles`,
@@ -155,14 +246,8 @@ pub fn detect_forgotten_handle(dir: &Path, max_cycles: u64) -> Result<Detection,
 /// When the scenario's directory cannot be prepared or watched.
 pub fn detect(scenario: Scenario, dir: &Path, leak: usize, max_cycles: u64) -> Result<Detection, HarnessError> {
     let start = Instant::now();
-    let (found, slope, _) = run_scenario(scenario, dir, leak, max_cycles, true)?;
-    Ok(Detection {
-        scenario,
-        leak_bytes_per_cycle: leak,
-        cycles_to_verdict: found,
-        seconds: start.elapsed().as_secs_f64(),
-        slope_per_cycle: slope,
-    })
+    let found = run_scenario(scenario, dir, leak, max_cycles, StopAt::Leak)?;
+    Ok(Detection::of(scenario, leak, found, start))
 }
 
 /// Runs `scenario` clean `runs` times for `cycles` each and counts leak verdicts.
@@ -172,8 +257,8 @@ pub fn detect(scenario: Scenario, dir: &Path, leak: usize, max_cycles: u64) -> R
 pub fn false_positives(scenario: Scenario, dir: &Path, runs: u32, cycles: u64) -> Result<FalsePositives, HarnessError> {
     let mut fp = FalsePositives { scenario, runs, cycles, false_positives: 0, inconclusive: 0 };
     for i in 0..runs {
-        let (_, _, verdict) = run_scenario(scenario, &dir.join(format!("clean-{i}")), 0, cycles, false)?;
-        match verdict {
+        let found = run_scenario(scenario, &dir.join(format!("clean-{i}")), 0, cycles, StopAt::Never)?;
+        match found.verdict {
             Verdict::Leak => fp.false_positives += 1,
             Verdict::Inconclusive => fp.inconclusive += 1,
             Verdict::Clean => {}
@@ -182,25 +267,19 @@ pub fn false_positives(scenario: Scenario, dir: &Path, runs: u32, cycles: u64) -
     Ok(fp)
 }
 
-fn run_scenario(
-    scenario: Scenario,
-    dir: &Path,
-    leak: usize,
-    cycles: u64,
-    stop_at_leak: bool,
-) -> Result<(Option<u64>, Option<f64>, Verdict), HarnessError> {
+fn run_scenario(scenario: Scenario, dir: &Path, leak: usize, cycles: u64, stop: StopAt) -> Result<Found, HarnessError> {
     crate::create_store_dir(dir)?;
     let ledger = Ledger::with_depth(Depth::Counts);
     match scenario {
         Scenario::FreshDb => {
             let mut store = PlantedMalloc::new(FreshDbLoop::new(dir, 100), leak, cycles);
-            run(&mut store, &ledger, cycles, warmup_of(scenario), stop_at_leak)
+            run(&mut store, &ledger, cycles, warmup_of(scenario), stop)
         }
         Scenario::Reference => {
             let inner =
                 ReferenceStore::new(ReferenceConfig::new(dir), &ledger).map_err(|e| HarnessError::Setup(e.into()))?;
             let mut store = PlantedMalloc::new(inner, leak, cycles);
-            run(&mut store, &ledger, cycles, warmup_of(scenario), stop_at_leak)
+            run(&mut store, &ledger, cycles, warmup_of(scenario), stop)
         }
     }
 }

@@ -71,9 +71,8 @@ impl ReleaseWatch {
             let released_now = ledger.released_total();
             let now_ok = other_threads(&mut self.now, true).is_ok();
             let now = Instant::now();
-            let busy = released_now != released
-                || !(read_ok && now_ok)
-                || self.threads_changed(now.duration_since(checked));
+            let busy =
+                released_now != released || !(read_ok && now_ok) || self.threads_changed(now.duration_since(checked));
             if busy {
                 quiet_since = now;
             }

@@ -201,6 +201,13 @@ pub(crate) fn notes(r: &RunReport) -> Vec<String> {
             ));
         }
     }
+    let handles_leak = r.verdict.signal(crate::Signal::LiveHandles).is_some_and(|e| e.verdict == Verdict::Leak);
+    if let (true, Some(q)) = (handles_leak, r.settings.handle_quiet_ms) {
+        out.push(format!(
+            "live_handles: retained handles were waited for until nothing in the process could release them for {q} ms; a \
+             close deferred on a thread that existed before close and sleeps first needs --handle-quiet above its delay"
+        ));
+    }
     for e in r.verdict.signals.iter().filter(|e| e.verdict == Verdict::Inconclusive && !e.informational) {
         if let Some(n) = e.more_cycles_needed {
             out.push(format!("{}: inconclusive, about {n} more cycles needed", e.signal));

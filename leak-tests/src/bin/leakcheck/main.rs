@@ -17,6 +17,7 @@ use leak_tests::reference::{ReferenceConfig, ReferenceStore};
 use leakcheck::probe::{self, Probe};
 use leakcheck::runner::cli::{self, StoreCommand};
 use leakcheck::runner::StoreEnv;
+use leakcheck::Verdict;
 
 // The Rust side allocates through jemalloc too (with rocksdb's `jemalloc` feature, `malloc` is
 // jemalloc anyway; this also covers builds without it).
@@ -123,11 +124,12 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Time to a leak verdict on the fresh-DB loop with one planted leak, then exit (1: found):
-    /// the figure scripts/compare-memcheck compares with valgrind.
+    /// Time to a decided verdict on the fresh-DB loop with one planted leak per cycle (or none),
+    /// then exit 1 on a leak, 0 clean, 3 undecided: the figure scripts/compare-memcheck compares
+    /// with valgrind's and heaptrack's.
     TimeToVerdict {
-        /// `malloc-1k` (1 KiB of C malloc per cycle) or `forget-options` (a tracked Options
-        /// handle forgotten per cycle).
+        /// `forget-options` (a tracked Options forgotten), `malloc-1k` (1 KiB of C malloc),
+        /// `park-options` (a tracked Options parked in a registry, reachable at exit) or `none`.
         #[arg(long)]
         leak: String,
         /// Give up after this many cycles.
@@ -288,23 +290,21 @@ fn sensitivity(runs: u32, cycles: u64, sizes: &[usize], json: bool) -> Result<Ex
 }
 
 fn time_to_verdict(leak: &str, max_cycles: u64) -> Result<ExitCode> {
-    use leak_tests::sensitivity::{detect, detect_forgotten_handle, Scenario};
-    let dir = tempfile::Builder::new().prefix("leakcheck-ttv").tempdir()?;
-    let d = match leak {
-        "malloc-1k" => detect(Scenario::FreshDb, dir.path(), 1024, max_cycles)?,
-        "forget-options" => detect_forgotten_handle(dir.path(), max_cycles)?,
-        other => anyhow::bail!("--leak {other}: expected malloc-1k or forget-options"),
+    use leak_tests::sensitivity::{time_to_verdict, Planted};
+    let Some(planted) = Planted::named(leak) else {
+        let names: Vec<_> = Planted::ALL.iter().map(|p| p.name()).collect();
+        anyhow::bail!("--leak {leak}: expected one of {}", names.join(", "));
     };
-    match d.cycles_to_verdict {
-        Some(c) => {
-            println!("leak {leak}: verdict after {c} cycles, {:.2} s", d.seconds);
-            Ok(ExitCode::from(1))
-        }
-        None => {
-            println!("leak {leak}: no verdict within {max_cycles} cycles ({:.2} s)", d.seconds);
-            Ok(ExitCode::SUCCESS)
-        }
-    }
+    let dir = tempfile::Builder::new().prefix("leakcheck-ttv").tempdir()?;
+    let d = time_to_verdict(planted, dir.path(), max_cycles)?;
+    let (verdict, cycles) = match d.cycles_to_verdict {
+        Some(c) => (d.verdict, c),
+        None => (Verdict::Inconclusive, max_cycles),
+    };
+    let bound =
+        d.rules_out_per_cycle.map_or(String::new(), |b| format!(", rules out a continuing leak above {b:.0} B/cycle"));
+    println!("leak {leak}: verdict {verdict} after {cycles} cycles, {:.2} s{bound}", d.seconds);
+    Ok(ExitCode::from(leakcheck::runner::exit_code(verdict)))
 }
 
 fn print_sample(sample: &leakcheck::Sample, watched: bool) {
