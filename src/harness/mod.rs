@@ -344,11 +344,11 @@ pub struct HarnessConfig {
     /// ([`Settle::pending_timeout`]).
     pub handle_settle: Settle,
     /// The handle wait ends once this long has passed with nothing in the process that could
-    /// release a handle: no handle released, no thread started since the store opened still
-    /// running, no thread starting or ending, no other thread using CPU (above 1% of a core).
-    /// A release deferred in a way none of that shows (a close queued on an idle pool thread
-    /// that first sleeps) needs a value longer than its delay; [`HarnessConfig::handle_settle`]'s
-    /// timeout turns the rule off. Default 100 ms.
+    /// release a handle: no handle released, no thread started since close began still running,
+    /// no thread starting or ending, no other thread using CPU (above 1% of a core). A release
+    /// deferred in a way none of that shows (a close queued on an idle pool thread that first
+    /// sleeps) needs a value longer than its delay; a value at or above
+    /// [`HarnessConfig::handle_settle`]'s timeout turns the rule off. Default 100 ms.
     pub handle_quiet: std::time::Duration,
     /// How the samples are judged.
     pub analysis: AnalysisConfig,
