@@ -121,8 +121,7 @@ enum StopAt {
     Never,
     /// At the first leak verdict: a retained handle, or the bytes signal at a look.
     Leak,
-    /// At the first decided verdict: a leak as above, or a look whose bytes signal is clean
-    /// with no handle retained in any cycle.
+    /// At the first decided verdict: a leak as above, or a look at which every signal is clean.
     Verdict,
 }
 
@@ -164,8 +163,9 @@ fn run<L: Lifecycle>(
             let v = p.analysis.judge(Look::interim(looks));
             if let Some(s) = v.signal(BYTES_SIGNAL) {
                 slope = s.estimate.map(|e| e.value);
-                // The handle check stops the run at its first residue, so none reached here.
-                let stops = s.verdict == Verdict::Leak || (stop == StopAt::Verdict && s.verdict == Verdict::Clean);
+                // Clean is the whole verdict's (every signal, the exact ones included), not only
+                // the bytes signal's.
+                let stops = s.verdict == Verdict::Leak || (stop == StopAt::Verdict && v.verdict == Verdict::Clean);
                 if stops {
                     (found, decided, rules_out) = (Some(p.record.cycle + 1), s.verdict, s.rules_out_per_cycle());
                     return ControlFlow::Break(());
@@ -220,8 +220,9 @@ impl Planted {
 }
 
 /// Runs the fresh-DB loop with `planted` until its verdict is decided, for at most
-/// `max_cycles`: a retained handle is a leak at once; otherwise the bytes signal is looked at
-/// every 5 cycles past the warm-up, and the run stops at its first leak or clean look.
+/// `max_cycles`: a retained handle is a leak at once; otherwise the verdict is looked at every
+/// 5 cycles past the warm-up, and the run stops at the first look whose bytes signal says leak,
+/// or at which every signal is clean.
 ///
 /// # Errors
 /// When the scenario's directory cannot be prepared or watched.
