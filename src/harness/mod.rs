@@ -368,6 +368,9 @@ pub struct HarnessConfig {
     pub allocator_check: fn() -> Result<(), ProbeError>,
 }
 
+/// [`HarnessConfig::handle_quiet`]'s default.
+pub const DEFAULT_HANDLE_QUIET: std::time::Duration = std::time::Duration::from_millis(100);
+
 /// Whether C `malloc` goes through jemalloc (see [`crate::probe::check_malloc_coverage`]): a
 /// build without the unprefixed override, or a tool preloaded in front of it, hides RocksDB's
 /// heap from every byte signal. Takes a few milliseconds.
@@ -421,7 +424,7 @@ impl Default for HarnessConfig {
             // returned (a store that finishes closing on another thread); clean cycles pay
             // nothing for the wait.
             handle_settle: Settle { timeout: std::time::Duration::from_secs(2), ..Settle::default() },
-            handle_quiet: std::time::Duration::from_millis(100),
+            handle_quiet: DEFAULT_HANDLE_QUIET,
             analysis: AnalysisConfig::default(),
             plan: FaultPlan::none(),
             seed: 0,

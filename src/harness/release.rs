@@ -63,7 +63,7 @@ impl ReleaseWatch {
                 return retained;
             }
             std::thread::sleep(backoff.min(deadline.saturating_duration_since(now)));
-            backoff = (backoff * 2).min(settle.max_backoff).max(Duration::from_micros(100));
+            backoff = settle.next_backoff(backoff);
             retained = ledger.retained_counts();
             if retained.is_empty() {
                 return retained;

@@ -69,6 +69,11 @@ impl Settle {
         pending_timeout: Duration::from_secs(2),
     };
 
+    /// The wait after `backoff`: doubled, at most `max_backoff`, at least 0.1 ms.
+    pub(crate) fn next_backoff(&self, backoff: Duration) -> Duration {
+        (backoff * 2).min(self.max_backoff).max(Duration::from_micros(100))
+    }
+
     /// Calls `check` until it returns `Ok` or the timeout passes; returns the last result.
     pub fn retry<T, E>(&self, mut check: impl FnMut() -> Result<T, E>) -> Result<T, E> {
         let deadline = Instant::now() + self.timeout;
@@ -80,7 +85,7 @@ impl Settle {
                 Err(_) => {
                     let left = deadline.saturating_duration_since(Instant::now());
                     std::thread::sleep(backoff.min(left));
-                    backoff = (backoff * 2).min(self.max_backoff).max(Duration::from_micros(100));
+                    backoff = self.next_backoff(backoff);
                 }
             }
         }

@@ -580,7 +580,7 @@ fn harness_config(opts: &RunOptions, plan: &Plan, faults: FaultPlan) -> HarnessC
 
 /// The handle check's quiet period: `--handle-quiet`, else the harness's default.
 fn handle_quiet_of(opts: &RunOptions) -> Duration {
-    opts.handle_quiet.unwrap_or(HarnessConfig::default().handle_quiet)
+    opts.handle_quiet.unwrap_or(crate::harness::DEFAULT_HANDLE_QUIET)
 }
 
 /// What [`drive`] keeps while the harness runs: the report being written, the progress line, the
