@@ -50,7 +50,7 @@
 //! `check`, `soak` and `compare`. `examples/kv-service` in the repository does all three.
 
 #![deny(missing_docs, missing_debug_implementations)]
-// `unsafe` lives in `sys` only.
+// `unsafe` lives in `sys` and in the allocation hooks' two files (probe::generations).
 #![deny(unsafe_code)]
 
 #[cfg(feature = "criterion")]

@@ -171,6 +171,7 @@ fn bad_input_is_one_line_exit_2_and_leaves_no_files() {
         vec!["check", "--duration", "5x", "--report", fresh_s],
         vec!["check", "--duration", "0s", "--report", fresh_s],
         vec!["check", "--handle-quiet", "soon", "--report", fresh_s],
+        vec!["check", "--generations", "maybe", "--report", fresh_s],
         vec!["check", "--faults", "close.mraker=10%", "--report", fresh_s],
         vec!["check", "--faults", "close.marker", "--report", fresh_s],
         vec!["check", "--faults", "close.marker=200%", "--report", fresh_s],

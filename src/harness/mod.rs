@@ -22,7 +22,10 @@ use crate::verdict::{
 };
 use crate::{HandleKind, LeakReport, Ledger, Probe, Sample, Settle, Signal, SignalId};
 
+mod generations;
 mod release;
+
+pub use generations::{GenerationsReport, MAX_GENERATIONS_LISTED};
 use release::ReleaseWatch;
 
 /// What a cycle's code gets: which cycle, the ledger to register handles in, the faults to check.
@@ -366,6 +369,10 @@ pub struct HarnessConfig {
     /// counters. When it fails, the byte signals are unavailable and the run cannot be clean
     /// ([`RunVerdict::mark_bytes_unavailable`]). Default: [`native_allocations_visible`].
     pub allocator_check: fn() -> Result<(), ProbeError>,
+    /// Record every allocation with the cycle that made it (jemalloc's allocation hooks, see
+    /// [`crate::probe::generations`]), so that report.json's `generations` says what each cycle
+    /// still holds. Default `true`; where the allocator cannot be hooked the run says why.
+    pub generations: bool,
 }
 
 /// [`HarnessConfig::handle_quiet`]'s default.
@@ -431,6 +438,7 @@ impl Default for HarnessConfig {
             keep_records: true,
             matrix_repeats: 6,
             allocator_check: native_allocations_visible,
+            generations: true,
         }
     }
 }
@@ -477,6 +485,9 @@ pub struct HarnessReport {
     /// The first cycle (0-based) the run's verdict was a leak: an exact signal's first residue,
     /// or the look that first judged a statistical leak.
     pub first_leak_cycle: Option<u64>,
+    /// What each cycle's allocations still hold at the end ([`HarnessConfig::generations`]).
+    #[serde(default)]
+    pub generations: GenerationsReport,
 }
 
 /// Why a run ended before its cycles.
@@ -643,7 +654,7 @@ impl Bookkeeping {
 
     fn track<T>(&mut self, f: impl FnOnce() -> T) -> T {
         let before = self.counters.as_ref().map(ThreadCounters::net);
-        let out = f();
+        let out = crate::probe::generations::bookkeeping(f);
         if let (Some(c), Some(b)) = (&self.counters, before) {
             self.net += c.net() - b;
         }
@@ -927,7 +938,9 @@ impl<'a> Run<'a> {
         let decided = cfg.decide_after.is_some()
             && look.is_some()
             && self.judged.as_ref().is_some_and(|v| v.verdict != Verdict::Inconclusive);
-        let asked = observe(&progress).is_break();
+        // The observer is the caller's monitoring (the runner's progress and reports), not the
+        // store: what it allocates is not charged to the cycle's generation.
+        let asked = crate::probe::generations::bookkeeping(|| observe(&progress)).is_break();
         let exact = exact_leak.filter(|_| cfg.stop_on_exact_leak);
         let stop = asked || decided || exact.is_some();
         // A stop is recorded when it cuts the run short of its cycles; check's decision at its
@@ -975,6 +988,19 @@ impl<'a> Run<'a> {
         let cfg = self.cfg;
         let mut last = with_rocksdb(store, self.probe.settle(cfg.settle, None).sample);
         last.bookkeeping_bytes = self.c.bk.bytes();
+        // What the generations hold once the last cycle settled; everything after is the harness's.
+        let generations = self.c.bk.track(|| self.c.gens.report(MAX_GENERATIONS_LISTED));
+        crate::probe::generations::bookkeeping(|| self.judge_last(last, generations, unavailable))
+    }
+
+    /// The last look and the report, after the last sample.
+    fn judge_last(
+        mut self,
+        last: Sample,
+        generations: GenerationsReport,
+        unavailable: Option<String>,
+    ) -> HarnessReport {
+        let cfg = self.cfg;
         self.analysis.last(&last);
         let done = self.cycles_run;
         let index = match cfg.look_after(&self.judged_cfg, done) {
@@ -997,6 +1023,7 @@ impl<'a> Run<'a> {
             ledger: self.c.ledger.report(),
             stopped: self.stopped,
             first_leak_cycle: self.first_leak_cycle,
+            generations,
         }
     }
 }
@@ -1081,6 +1108,7 @@ struct Cycler<'a> {
     swallowed_total: usize,
     patience: Patience,
     release: ReleaseWatch,
+    gens: generations::RunGenerations,
 }
 
 impl<'a> Cycler<'a> {
@@ -1092,6 +1120,7 @@ impl<'a> Cycler<'a> {
             swallowed_total: ledger.swallowed_count(),
             patience: Patience { patient: true },
             release: ReleaseWatch::default(),
+            gens: generations::RunGenerations::start(cfg.generations),
         }
     }
 
@@ -1099,6 +1128,7 @@ impl<'a> Cycler<'a> {
     /// and records it.
     fn cycle<L: Lifecycle>(&mut self, store: &mut L, faults: &Faults, cycle: u64) -> CycleRecord {
         let (ledger, cfg) = (self.ledger, self.cfg);
+        self.gens.cycle_begins(cycle);
         faults.set_cycle(cycle);
         let ctx = CycleCtx { cycle, ledger, faults };
         let mut work = Raw::Skipped;

@@ -274,35 +274,38 @@ impl Ledger {
     /// Registers a new live handle of `kind` created at `site`. Wrappers call this from their own
     /// `#[track_caller]` constructors so that the site is the user's line, not the wrapper's.
     pub fn register_at(&self, kind: HandleKind, site: &'static Location<'static>) -> Token {
-        let counters = self.counters(kind);
-        counters.get(&self.inner).created.fetch_add(1, Ordering::Relaxed);
-        let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
-        let depth = self.depth();
-        let has_entry = depth >= Depth::Sites;
-        if has_entry {
-            let backtrace = (depth >= Depth::Backtraces).then(|| Arc::new(Backtrace::force_capture()));
-            let entry = Entry {
-                kind,
-                site,
-                owner: current_owner(),
-                backtrace,
-                held_by: Vec::new(),
-                holds: Vec::new(),
-                wrapper_dropped: false,
-                shared: false,
-            };
-            lock(&self.inner.entries).insert(id, entry);
-        }
-        Token {
-            inner: Arc::new(TokenInner {
-                ledger: self.clone(),
-                id,
-                kind,
-                counters,
-                has_entry,
-                shared: AtomicBool::new(false),
-            }),
-        }
+        // The ledger's records are leakcheck's own bookkeeping, not the store's allocations.
+        crate::probe::generations::bookkeeping(|| {
+            let counters = self.counters(kind);
+            counters.get(&self.inner).created.fetch_add(1, Ordering::Relaxed);
+            let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
+            let depth = self.depth();
+            let has_entry = depth >= Depth::Sites;
+            if has_entry {
+                let backtrace = (depth >= Depth::Backtraces).then(|| Arc::new(Backtrace::force_capture()));
+                let entry = Entry {
+                    kind,
+                    site,
+                    owner: current_owner(),
+                    backtrace,
+                    held_by: Vec::new(),
+                    holds: Vec::new(),
+                    wrapper_dropped: false,
+                    shared: false,
+                };
+                lock(&self.inner.entries).insert(id, entry);
+            }
+            Token {
+                inner: Arc::new(TokenInner {
+                    ledger: self.clone(),
+                    id,
+                    kind,
+                    counters,
+                    has_entry,
+                    shared: AtomicBool::new(false),
+                }),
+            }
+        })
     }
 
     fn counters(&self, kind: HandleKind) -> CounterRef {

@@ -6,6 +6,7 @@
 //! tests that read them in a process of their own.
 
 mod coverage;
+pub mod generations;
 #[cfg(feature = "profiling")]
 pub(crate) mod heap;
 pub mod jemalloc;

@@ -241,6 +241,10 @@ pub struct RunReport {
     /// with a frame of it, not only those in `heap_growth`), the most unexplained first.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub heap_growth_by_function: Vec<HeapFunction>,
+    /// Allocation generations: whether they were recorded, how, and per generation
+    /// `[cycle, live_bytes, live_allocations]` at the end of the run.
+    #[serde(default)]
+    pub generations: crate::harness::GenerationsReport,
 }
 
 impl RunReport {
@@ -270,6 +274,7 @@ impl RunReport {
             first_leak_cycle: None,
             heap_growth: Vec::new(),
             heap_growth_by_function: Vec::new(),
+            generations: crate::harness::GenerationsReport::default(),
         }
     }
 
@@ -283,6 +288,7 @@ impl RunReport {
             Self::new(settings, h.verdict.clone(), summary, h.ledger.clone(), h.cycles_run, elapsed_seconds, true);
         r.stopped = h.stopped.clone();
         r.first_leak_cycle = h.first_leak_cycle;
+        r.generations = h.generations.clone();
         r
     }
 

@@ -97,6 +97,14 @@ impl<L: Lifecycle> Check<'_, L> {
         self
     }
 
+    /// Records every allocation with the cycle that made it (allocation generations; on by
+    /// default). `false` turns it off: the run then costs jemalloc's fast path, and report.json's
+    /// `generations` says they were off. See [`crate::HarnessConfig::generations`].
+    pub fn generations(mut self, on: bool) -> Self {
+        self.options.generations = on;
+        self
+    }
+
     /// How long the handle check keeps waiting for retained handles once nothing in the process
     /// could release them (default 100 ms): raise it above the delay of a close your store
     /// defers where no thread, CPU or release shows it (a close queued on an idle pool thread

@@ -234,6 +234,18 @@ pub fn one_line(e: &dyn std::error::Error) -> String {
     line
 }
 
+/// Parses `on` or `off` (`--generations`).
+///
+/// # Errors
+/// A text naming what was expected.
+pub fn parse_on_off(text: &str) -> Result<bool, String> {
+    match text {
+        "on" => Ok(true),
+        "off" => Ok(false),
+        _ => Err(format!("invalid value `{text}`: expected on or off")),
+    }
+}
+
 /// Parses `90s`, `30m`, `8h`, `2d`, `1h30m`, `500ms`; a bare number is seconds.
 ///
 /// # Errors

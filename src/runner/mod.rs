@@ -188,6 +188,20 @@ pub struct RunOptions {
         )
     )]
     pub handle_quiet: Option<Duration>,
+    /// Record every allocation with the cycle that made it (allocation generations, default on;
+    /// [`HarnessConfig::generations`]).
+    #[cfg_attr(
+        feature = "cli",
+        arg(
+            long,
+            value_name = "on|off",
+            default_value = "on",
+            action = clap::ArgAction::Set,
+            value_parser = cli::parse_on_off,
+            help = "Record every allocation with the cycle that made it (allocation generations): on (default) or off"
+        )
+    )]
+    pub generations: bool,
     /// Profile the heap (feature `profiling`): sample one allocation per `2^N` bytes from the
     /// end of the first cycle, dump jemalloc's profile after the warm-up and at the end, and report the call
     /// stacks whose live bytes grew ([`RunReport::heap_growth`], and in the report directory
@@ -228,6 +242,7 @@ impl Default for RunOptions {
             simulate_invisible_allocations: false,
             all_cycles: false,
             handle_quiet: None,
+            generations: true,
             profile: None,
         }
     }
@@ -567,6 +582,7 @@ fn harness_config(opts: &RunOptions, plan: &Plan, faults: FaultPlan) -> HarnessC
         sample_every: plan.sample_every,
         keep_records: !soak,
         handle_quiet: handle_quiet_of(opts),
+        generations: opts.generations,
         ..HarnessConfig::default()
     };
     if soak {
@@ -677,6 +693,7 @@ impl Watch<'_> {
         r.interrupted = self.interrupted;
         r.stopped = h.stopped.clone().filter(|s| !matches!(s, crate::harness::Stopped::Asked { .. }));
         r.first_leak_cycle = h.first_leak_cycle;
+        r.generations = h.generations.clone();
         if let Some(heap) = self.heap {
             let growth = heap.finish(h.cycles_run, heap::cache_fill(&h.samples))?;
             r.heap_growth = growth.stacks;

@@ -1,0 +1,104 @@
+//! A run's allocation generations: one before the first cycle, then one per cycle, and what
+//! each still holds at the end (see [`crate::probe::generations`]).
+
+use serde::{Deserialize, Serialize};
+
+use crate::probe::generations::{self, Generation, Generations, Live, MECHANISM};
+
+/// What a run's generations hold at its end, for report.json's `generations`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct GenerationsReport {
+    /// Whether allocations were recorded by generation in this run.
+    pub available: bool,
+    /// How they were recorded (jemalloc's allocation hooks), when they were.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mechanism: Option<String>,
+    /// Why they were not, when they were not (`--generations off`, or the allocator cannot be
+    /// hooked).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notice: Option<String>,
+    /// False when the record missed allocations (its table could not grow): the figures are then
+    /// not exact.
+    pub exact: bool,
+    /// Per generation, `[cycle, live_bytes, live_allocations]` at the end of the run: cycle -1 is
+    /// the run's set-up before its first cycle. A long run keeps at most
+    /// [`MAX_GENERATIONS_LISTED`] of them, evenly spread, the first and last included.
+    pub generations: Vec<[i64; 3]>,
+    /// What leakcheck's own bookkeeping held at the end (samples, the ledger's records, verdicts),
+    /// never charged to a generation.
+    pub bookkeeping: Live,
+}
+
+/// The most generations report.json lists (a soak's samples are bounded the same way).
+pub const MAX_GENERATIONS_LISTED: usize = super::MAX_SOAK_SAMPLES;
+
+/// The generations of a run in progress.
+#[derive(Debug)]
+pub(crate) struct RunGenerations {
+    gens: Option<&'static Generations>,
+    notice: Option<String>,
+    /// The generation of the set-up before the first cycle; cycle `c`'s is `setup + 1 + c`.
+    setup: Generation,
+    cycles: u64,
+}
+
+impl RunGenerations {
+    /// Installs the hooks when `wanted` (once per process) and starts the set-up's generation.
+    pub(crate) fn start(wanted: bool) -> Self {
+        let (gens, notice) = match wanted.then(generations::install) {
+            None => (None, Some("allocation generations off (--generations off)".to_string())),
+            Some(Ok(g)) => (Some(g), None),
+            Some(Err(e)) => (None, Some(format!("allocation generations unavailable: {e}"))),
+        };
+        let setup = gens.map_or(0, Generations::advance);
+        RunGenerations { gens, notice, setup, cycles: 0 }
+    }
+
+    /// Starts cycle `cycle`'s generation (cycles are numbered from 0, one after another).
+    pub(crate) fn cycle_begins(&mut self, cycle: u64) {
+        if let Some(g) = self.gens {
+            let generation = g.advance();
+            debug_assert_eq!(
+                u64::from(generation),
+                u64::from(self.setup) + 1 + cycle,
+                "one run's generations at a time"
+            );
+        }
+        self.cycles = self.cycles.max(cycle + 1);
+    }
+
+    /// The generation of `cycle`, or of the set-up for `None`.
+    fn generation(&self, cycle: Option<u64>) -> Generation {
+        let offset = cycle.map_or(0, |c| c + 1);
+        u32::try_from(u64::from(self.setup) + offset).unwrap_or(u32::MAX)
+    }
+
+    /// What every generation of the run holds now, thinned to at most `max` entries.
+    pub(crate) fn report(&self, max: usize) -> GenerationsReport {
+        let Some(g) = self.gens else {
+            return GenerationsReport { notice: self.notice.clone(), ..GenerationsReport::default() };
+        };
+        let entries = self.cycles + 1;
+        let stride = entries.div_ceil(max.max(2) as u64 - 1).max(1);
+        let mut generations = Vec::with_capacity((entries / stride + 2) as usize);
+        let mut push = |cycle: Option<u64>| {
+            let live = g.live(self.generation(cycle));
+            generations.push([cycle.map_or(-1, |c| c as i64), live.bytes, live.allocations]);
+        };
+        push(None);
+        for c in 0..self.cycles {
+            if (c + 1) % stride == 0 || c + 1 == self.cycles {
+                push(Some(c));
+            }
+        }
+        GenerationsReport {
+            available: true,
+            mechanism: Some(MECHANISM.to_string()),
+            notice: None,
+            exact: g.exact(),
+            generations,
+            bookkeeping: g.runner(),
+        }
+    }
+}

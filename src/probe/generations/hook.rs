@@ -1,0 +1,273 @@
+//! jemalloc's allocation hooks (`experimental.hooks.install`) and the live counts per generation
+//! they keep.
+//!
+//! jemalloc calls the hooks from its public entry points (malloc, calloc, posix_memalign,
+//! aligned_alloc, realloc, free, the `*allocx` family, sized frees), on the allocating thread,
+//! before a freed pointer is given back (so no other thread can have been handed the same
+//! address yet), and never from inside a hook (its per-thread `in_hook` flag). Installing one
+//! puts every thread on jemalloc's slow path, which is where the hooks are called; that path is
+//! the cost (docs/generations.md has the figures).
+//!
+//! What each hook does, in this order, with no allocation and one shard lock at a time:
+//! - alloc: usable size (`malloc_usable_size`, a radix-tree lookup), record (address -> size,
+//!   generation), add to the generation's counts;
+//! - dalloc: remove the record, subtract from the generation that made it; an address never
+//!   recorded (allocated before the hooks) is subtracted from [`BEFORE`] by its usable size;
+//! - expand (a realloc that stayed in place, growing or shrinking): treated like a realloc that
+//!   moved, which jemalloc reports as an alloc of the new block and a dalloc of the old: the
+//!   old size leaves its generation and the new size is charged to the current one. In place or
+//!   moved is jemalloc's choice, so the record must not depend on it.
+
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicI64, AtomicPtr, AtomicU32, Ordering};
+
+use super::table::{Entry, TABLE};
+
+/// Allocations that existed before the hooks were installed (counted, not recorded: their
+/// count starts at what jemalloc reported then and only goes down).
+pub(crate) const BEFORE: u32 = 0;
+/// leakcheck's own bookkeeping: samples, the ledger's records, verdicts, reports.
+pub(crate) const RUNNER: u32 = 1;
+/// The first generation [`advance`] hands out; everything after installation and before it
+/// belongs to it.
+pub(crate) const FIRST: u32 = 2;
+
+/// The generation new allocations are charged to.
+static CURRENT: AtomicU32 = AtomicU32::new(FIRST);
+
+thread_local! {
+    /// Depth of [`bookkeeping`] on this thread: while above zero, this thread's allocations are
+    /// leakcheck's own. A `const` thread-local of a type without a destructor: reading it never
+    /// allocates and works during thread teardown.
+    static BOOKKEEPING: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+
+/// Live bytes and allocations per generation: `[bytes, allocations]` at index `generation`, in
+/// an anonymous mapping of address space for every possible generation (256 MiB reserved, 16 B
+/// per generation touched).
+static COUNTS: AtomicPtr<[AtomicI64; 2]> = AtomicPtr::new(std::ptr::null_mut());
+const COUNTS_LEN: usize = super::table::MAX_GENERATION as usize + 1;
+
+fn counts() -> Option<&'static [[AtomicI64; 2]]> {
+    let p = COUNTS.load(Ordering::Acquire);
+    // SAFETY: when non-null, `p` is a mapping of COUNTS_LEN zero-initialised pairs that is never
+    // unmapped (see `map_counts`); atomics make shared access sound.
+    (!p.is_null()).then(|| unsafe { std::slice::from_raw_parts(p, COUNTS_LEN) })
+}
+
+/// Every generation's counts summed, kept as they change so a sum over a range of generations
+/// costs a read of the few outside it, not one per generation in it.
+static TOTAL: [AtomicI64; 2] = [AtomicI64::new(0), AtomicI64::new(0)];
+
+fn add(generation: u32, bytes: i64, allocations: i64) {
+    if let Some(c) = counts() {
+        let pair = &c[generation as usize];
+        pair[0].fetch_add(bytes, Ordering::Relaxed);
+        pair[1].fetch_add(allocations, Ordering::Relaxed);
+        TOTAL[0].fetch_add(bytes, Ordering::Relaxed);
+        TOTAL[1].fetch_add(allocations, Ordering::Relaxed);
+    }
+}
+
+/// Every generation's live `(bytes, allocations)` summed.
+pub(crate) fn total() -> (i64, i64) {
+    (TOTAL[0].load(Ordering::Relaxed), TOTAL[1].load(Ordering::Relaxed))
+}
+
+/// The generation an allocation made now, on this thread, belongs to.
+fn charged_to() -> u32 {
+    let bookkeeping = BOOKKEEPING.try_with(|d| d.get() > 0).unwrap_or(false);
+    if bookkeeping {
+        RUNNER
+    } else {
+        CURRENT.load(Ordering::Relaxed)
+    }
+}
+
+fn usable_size(p: *mut c_void) -> u64 {
+    // SAFETY: `p` is a live allocation of this jemalloc (the hooks are called before it is
+    // freed); malloc_usable_size reads jemalloc's metadata and does not allocate.
+    unsafe { tikv_jemalloc_sys::malloc_usable_size(p) as u64 }
+}
+
+fn record(p: *mut c_void, size: u64) {
+    let generation = charged_to();
+    match TABLE.insert(p as usize, Entry { size, generation }) {
+        Ok(None) => {}
+        // An address already recorded: its free was never seen. Its old entry is gone now.
+        Ok(Some(old)) => add(old.generation, -(old.size as i64), -1),
+        // The table could not grow: the record is marked broken and stops being exact.
+        Err(()) => return,
+    }
+    add(generation, size as i64, 1);
+}
+
+fn forget(p: *mut c_void, size_if_unknown: impl FnOnce() -> u64) {
+    match TABLE.remove(p as usize) {
+        Some(old) => add(old.generation, -(old.size as i64), -1),
+        None => add(BEFORE, -(size_if_unknown() as i64), -1),
+    }
+}
+
+extern "C" fn on_alloc(_extra: *mut c_void, _kind: libc::c_int, result: *mut c_void, _raw: usize, _args: *mut usize) {
+    if !result.is_null() {
+        record(result, usable_size(result));
+    }
+}
+
+extern "C" fn on_dalloc(_extra: *mut c_void, _kind: libc::c_int, address: *mut c_void, _args: *mut usize) {
+    if !address.is_null() {
+        forget(address, || usable_size(address));
+    }
+}
+
+#[allow(clippy::too_many_arguments)] // jemalloc's signature
+extern "C" fn on_expand(
+    _extra: *mut c_void,
+    _kind: libc::c_int,
+    address: *mut c_void,
+    old_usize: usize,
+    new_usize: usize,
+    _raw: usize,
+    _args: *mut usize,
+) {
+    if address.is_null() {
+        return;
+    }
+    forget(address, || old_usize as u64);
+    record(address, new_usize as u64);
+}
+
+/// jemalloc's `hooks_t`, field for field.
+#[repr(C)]
+struct Hooks {
+    alloc: extern "C" fn(*mut c_void, libc::c_int, *mut c_void, usize, *mut usize),
+    dalloc: extern "C" fn(*mut c_void, libc::c_int, *mut c_void, *mut usize),
+    expand: extern "C" fn(*mut c_void, libc::c_int, *mut c_void, usize, usize, usize, *mut usize),
+    extra: *mut c_void,
+}
+
+/// Why the hooks could not be installed.
+#[derive(Debug)]
+pub(crate) enum InstallError {
+    /// The counts' mapping failed (errno).
+    Map(i32),
+    /// jemalloc refused the hook (its code: ENOENT when the control does not exist, EAGAIN when
+    /// its hook slots are full).
+    Mallctl(i32),
+}
+
+fn map_counts() -> Result<(), InstallError> {
+    if !COUNTS.load(Ordering::Acquire).is_null() {
+        return Ok(());
+    }
+    let bytes = COUNTS_LEN * std::mem::size_of::<[AtomicI64; 2]>();
+    // SAFETY: an anonymous private mapping with no address hint; zeroed pages are valid atomics.
+    let p = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            bytes,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+            -1,
+            0,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        return Err(InstallError::Map(std::io::Error::last_os_error().raw_os_error().unwrap_or(0)));
+    }
+    COUNTS.store(p.cast(), Ordering::Release);
+    Ok(())
+}
+
+/// A handle jemalloc returned for an installed hook (for `experimental.hooks.remove`).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Installed(usize);
+
+/// Installs the hooks. The caller makes sure this happens once per process.
+pub(crate) fn install() -> Result<Installed, InstallError> {
+    map_counts()?;
+    super::table::guard_fork();
+    let mut hooks = Hooks { alloc: on_alloc, dalloc: on_dalloc, expand: on_expand, extra: std::ptr::null_mut() };
+    let mut handle: *mut c_void = std::ptr::null_mut();
+    let mut len = std::mem::size_of::<*mut c_void>();
+    // SAFETY: the control reads a `hooks_t` (our `Hooks` has its layout: three function pointers
+    // and a void pointer) and writes a `void *` handle into `handle`, whose size `len` gives.
+    let code = unsafe {
+        tikv_jemalloc_sys::mallctl(
+            c"experimental.hooks.install".as_ptr(),
+            (&mut handle as *mut *mut c_void).cast(),
+            &mut len,
+            (&mut hooks as *mut Hooks).cast(),
+            std::mem::size_of::<Hooks>(),
+        )
+    };
+    if code != 0 {
+        return Err(InstallError::Mallctl(code));
+    }
+    Ok(Installed(handle as usize))
+}
+
+/// Removes installed hooks (used when they turn out to see nothing of C `malloc`).
+pub(crate) fn remove(installed: Installed) {
+    let mut handle = installed.0 as *mut c_void;
+    // SAFETY: the control reads the `void *` handle that `install` got from jemalloc.
+    unsafe {
+        tikv_jemalloc_sys::mallctl(
+            c"experimental.hooks.remove".as_ptr(),
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            (&mut handle as *mut *mut c_void).cast(),
+            std::mem::size_of::<*mut c_void>(),
+        );
+    }
+}
+
+/// Whether a block from C `malloc` reaches the record (it does not when C `malloc` is another
+/// allocator than the jemalloc whose hooks were installed).
+pub(crate) fn c_malloc_is_recorded() -> bool {
+    // SAFETY: plain C malloc and free of the same block.
+    let p = unsafe { libc::malloc(4096) };
+    let seen = !p.is_null() && TABLE.contains(p as usize);
+    // SAFETY: `p` came from malloc above (or is null, which free accepts).
+    unsafe { libc::free(p) };
+    seen
+}
+
+/// Starts a new generation; returns its number (saturating at the largest a record can hold).
+pub(crate) fn advance() -> u32 {
+    let max = super::table::MAX_GENERATION;
+    let previous = CURRENT.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |g| Some((g + 1).min(max)));
+    previous.map_or(max, |g| (g + 1).min(max))
+}
+
+/// The generation new allocations are charged to now.
+pub(crate) fn current() -> u32 {
+    CURRENT.load(Ordering::Relaxed)
+}
+
+/// Live `(bytes, allocations)` of `generation`.
+pub(crate) fn live(generation: u32) -> (i64, i64) {
+    counts().map_or((0, 0), |c| {
+        let pair = &c[generation.min(super::table::MAX_GENERATION) as usize];
+        (pair[0].load(Ordering::Relaxed), pair[1].load(Ordering::Relaxed))
+    })
+}
+
+/// Adds to [`BEFORE`]'s counts (what existed when the hooks went in).
+pub(crate) fn add_before(bytes: i64, allocations: i64) {
+    add(BEFORE, bytes, allocations);
+}
+
+/// Runs `f` with this thread's allocations charged to [`RUNNER`].
+pub(crate) fn bookkeeping<T>(f: impl FnOnce() -> T) -> T {
+    struct Depth;
+    impl Drop for Depth {
+        fn drop(&mut self) {
+            let _ = BOOKKEEPING.try_with(|d| d.set(d.get().saturating_sub(1)));
+        }
+    }
+    let _ = BOOKKEEPING.try_with(|d| d.set(d.get() + 1));
+    let _depth = Depth;
+    f()
+}

@@ -1,0 +1,180 @@
+//! Allocation generations: every allocation in the process, Rust's and RocksDB's C++ heap alike,
+//! recorded with its usable size and the generation (the cycle) that made it.
+//!
+//! A counter such as jemalloc's `stats.allocated` cannot tell memory that never comes back from
+//! memory freed beside it. This record can: at any moment it knows, per generation, the bytes
+//! and allocations still live. A leak is what a cycle allocated and never gave back, so a store
+//! that leaks 1 KiB per cycle while a pool gives back 1.25 KiB per cycle still shows 1 KiB of
+//! residue in every generation, whatever the total does.
+//!
+//! The mechanism is jemalloc's allocation hooks (`experimental.hooks.install`, present in the
+//! jemalloc 5.3.1 that tikv-jemalloc-sys 0.7.1 vendors; the version is pinned in Cargo.toml and
+//! a missing control is reported, not assumed). Where they cannot run (another allocator, a
+//! jemalloc without the control, C `malloc` not routed to this jemalloc) [`install`] says why in
+//! one line and the verdict falls back to the aggregate rule. docs/generations.md defends the
+//! choice and gives its cost.
+//!
+//! Generations are process-wide, like the heap: one run at a time per process.
+
+#[allow(unsafe_code)]
+mod hook;
+#[allow(unsafe_code)]
+mod table;
+
+use std::sync::OnceLock;
+
+use serde::{Deserialize, Serialize};
+
+/// A generation's number: [`Generations::advance`] hands them out in increasing order.
+pub type Generation = u32;
+
+/// What the hooks' mechanism is called in reports.
+pub const MECHANISM: &str = "jemalloc experimental.hooks.install";
+
+/// Live bytes and allocations of one generation, or of several summed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Live {
+    /// Bytes (jemalloc's usable sizes) still allocated.
+    pub bytes: i64,
+    /// Allocations still live.
+    pub allocations: i64,
+}
+
+impl std::ops::AddAssign for Live {
+    fn add_assign(&mut self, o: Live) {
+        self.bytes += o.bytes;
+        self.allocations += o.allocations;
+    }
+}
+
+/// Why generations are not available in this process.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum GenerationsError {
+    /// This jemalloc has no `experimental.hooks.install` (or refused it).
+    #[error("jemalloc refused experimental.hooks.install (code {code}): allocation generations need the jemalloc 5.3.1 of tikv-jemalloc-sys 0.7.1")]
+    Hooks {
+        /// jemalloc's error code (ENOENT: no such control; EAGAIN: every hook slot taken).
+        code: i32,
+    },
+    /// Memory for the counts could not be mapped.
+    #[error("cannot map memory for allocation generations (errno {errno})")]
+    Map {
+        /// The OS error.
+        errno: i32,
+    },
+    /// C `malloc` does not go through the jemalloc whose hooks were installed.
+    #[error("C malloc does not go through leakcheck's jemalloc, so its hooks would miss RocksDB's heap (build rocksdb with its `jemalloc` feature, or leakcheck with `unprefixed-malloc`)")]
+    MallocNotRouted,
+}
+
+/// The process's allocation generations (see the module docs). Obtained from [`install`].
+#[derive(Debug)]
+pub struct Generations {
+    _installed: (),
+}
+
+static INSTALLED: OnceLock<Result<Generations, GenerationsError>> = OnceLock::new();
+
+/// Installs the allocation hooks, once per process; later calls return the same outcome.
+///
+/// # Errors
+/// [`GenerationsError`] when this process's allocator cannot be hooked.
+pub fn install() -> Result<&'static Generations, GenerationsError> {
+    INSTALLED
+        .get_or_init(|| {
+            let installed = hook::install().map_err(|e| match e {
+                hook::InstallError::Map(errno) => GenerationsError::Map { errno },
+                hook::InstallError::Mallctl(code) => GenerationsError::Hooks { code },
+            })?;
+            if !hook::c_malloc_is_recorded() {
+                hook::remove(installed);
+                return Err(GenerationsError::MallocNotRouted);
+            }
+            // What was allocated before the hooks went in: the part of jemalloc's counter the
+            // record does not explain yet.
+            if let Ok(allocated) = super::jemalloc::allocated_bytes() {
+                let recorded: i64 = (hook::BEFORE..=hook::current()).map(|g| hook::live(g).0).sum();
+                hook::add_before(allocated as i64 - recorded, 0);
+            }
+            Ok(Generations { _installed: () })
+        })
+        .as_ref()
+        .map_err(Clone::clone)
+}
+
+impl Generations {
+    /// Starts a new generation: allocations from now on are charged to it. Returns its number.
+    pub fn advance(&self) -> Generation {
+        hook::advance()
+    }
+
+    /// The generation allocations are charged to now.
+    pub fn current(&self) -> Generation {
+        hook::current()
+    }
+
+    /// What `generation` still holds.
+    pub fn live(&self, generation: Generation) -> Live {
+        let (bytes, allocations) = hook::live(generation);
+        Live { bytes, allocations }
+    }
+
+    /// What generations `from..=to` still hold, summed.
+    pub fn live_range(&self, from: Generation, to: Generation) -> Live {
+        let mut sum = Live::default();
+        for g in from..=to {
+            sum += self.live(g);
+        }
+        sum
+    }
+
+    /// What leakcheck's own bookkeeping holds (see [`bookkeeping`]).
+    pub fn runner(&self) -> Live {
+        self.live(hook::RUNNER)
+    }
+
+    /// What was allocated before the hooks went in and is still live (bytes estimated from
+    /// jemalloc's counter at installation; allocations counted from then on, so negative).
+    pub fn before(&self) -> Live {
+        self.live(hook::BEFORE)
+    }
+
+    /// Every generation summed, the bookkeeping and what came before included: follows jemalloc's
+    /// `stats.allocated` (less its internal allocations) to the byte when thread caches are off.
+    pub fn total(&self) -> Live {
+        let (bytes, allocations) = hook::total();
+        Live { bytes, allocations }
+    }
+
+    /// What generations from `from` on hold, up to and including the current one: the total less
+    /// the generations before `from` (a cost of `from` reads, not of the run's length).
+    pub fn live_since(&self, from: Generation) -> Live {
+        let mut sum = self.total();
+        for g in hook::BEFORE..from.min(self.current() + 1) {
+            let l = self.live(g);
+            sum.bytes -= l.bytes;
+            sum.allocations -= l.allocations;
+        }
+        sum
+    }
+
+    /// False once the record missed an allocation (its table could not grow): the figures are no
+    /// longer exact, and the verdict must not use them.
+    pub fn exact(&self) -> bool {
+        !table::TABLE.broken()
+    }
+
+    /// Allocations recorded now, and the bytes of address space their record occupies.
+    pub fn record_size(&self) -> (usize, u64) {
+        (table::TABLE.len(), table::TABLE.mapped_bytes())
+    }
+}
+
+/// Runs `f` with this thread's allocations charged to leakcheck's bookkeeping, not to the
+/// current generation: the runner's samples, the ledger's records, verdicts and reports. Frees
+/// are always charged to the generation that made the allocation. Costs two thread-local
+/// writes; works whether or not generations are installed.
+pub fn bookkeeping<T>(f: impl FnOnce() -> T) -> T {
+    hook::bookkeeping(f)
+}

@@ -1,0 +1,410 @@
+//! The record of every live allocation: address -> (usable size, generation), kept in memory
+//! that comes from `mmap`, never from `malloc`.
+//!
+//! Why it looks like this (a deadlock or a crash in `malloc` is the worst bug a test tool can
+//! have, so every choice here is about what the allocation hooks may do):
+//! - **No allocation.** The hooks run inside `malloc` and `free`; a table that allocated through
+//!   them would recurse. Its memory is mapped with `mmap` and given back with `munmap`.
+//! - **No lock that can be re-entered.** 64 shards, each an open-addressing table behind its own
+//!   spin lock. A hook holds one shard's lock for one probe sequence and calls nothing that can
+//!   allocate while it does (jemalloc's own re-entrancy flag would skip a nested hook anyway).
+//!   A spinning thread yields after a few hundred tries, so a holder that was preempted runs.
+//! - **Constant cost per allocation.** Linear probing at a load of at most 3/4, deletion by
+//!   backward shift (no tombstones that would slow later probes). A shard doubles past 3/4 and
+//!   halves below 1/4: the rehash is paid once per doubling, amortised constant.
+//! - **Bounded memory.** A slot is 16 bytes; a shard is at least 1/4 full (above its minimum
+//!   size), so the table costs at most 64 bytes per live allocation, plus 64 x 16 KiB.
+//! - **Safe at fork and exit.** `fork` takes every shard's lock first (`pthread_atfork`), so a
+//!   child never inherits a lock held by a thread that does not exist there. Nothing is ever
+//!   unmapped at exit: hooks that run in atexit handlers or thread destructors find the table.
+
+use std::cell::UnsafeCell;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+/// Shards: independent tables, so threads on different shards never wait for each other.
+const SHARD_BITS: u32 = 6;
+const SHARDS: usize = 1 << SHARD_BITS;
+/// Slots a shard starts with (and never shrinks below): 16 KiB of address space each.
+const MIN_SLOTS_LOG2: u32 = 10;
+
+/// A generation number is the low 24 bits of a slot's value, the usable size the high 40.
+pub(crate) const GENERATION_BITS: u32 = 24;
+/// The largest generation a slot can hold.
+pub(crate) const MAX_GENERATION: u32 = (1 << GENERATION_BITS) - 1;
+/// The largest size a slot can hold exactly (1 TiB); larger ones are clamped (none exist on a
+/// machine this tool runs on).
+const MAX_SIZE: u64 = (1 << (64 - GENERATION_BITS)) - 1;
+
+/// One live allocation. `key == 0` marks an empty slot (no allocation lives at address 0).
+#[derive(Clone, Copy)]
+#[repr(C)]
+struct Slot {
+    key: usize,
+    value: u64,
+}
+
+/// What the table knows of one allocation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Entry {
+    /// jemalloc's usable size of the allocation, in bytes.
+    pub size: u64,
+    /// The generation that made it.
+    pub generation: u32,
+}
+
+impl Entry {
+    fn pack(self) -> u64 {
+        (self.size.min(MAX_SIZE) << GENERATION_BITS) | u64::from(self.generation.min(MAX_GENERATION))
+    }
+
+    fn unpack(value: u64) -> Entry {
+        Entry { size: value >> GENERATION_BITS, generation: (value & u64::from(MAX_GENERATION)) as u32 }
+    }
+}
+
+/// One shard's table: `1 << log2` slots at `slots` (null until the first insert).
+struct Inner {
+    slots: *mut Slot,
+    log2: u32,
+    len: usize,
+}
+
+struct Shard {
+    locked: AtomicBool,
+    inner: UnsafeCell<Inner>,
+}
+
+// SAFETY: `inner` is only touched while `locked` is held (see `Shard::with`).
+unsafe impl Sync for Shard {}
+
+/// The process's table. Statics with no destructor: usable from any hook, at any time.
+pub(crate) struct Table {
+    shards: [Shard; SHARDS],
+    /// Set when `mmap` failed: the record is no longer complete and must not be trusted.
+    broken: AtomicBool,
+    /// Bytes mapped for slots, all shards together.
+    mapped_bytes: AtomicU64,
+}
+
+#[allow(clippy::declare_interior_mutable_const)] // the array initialiser of a static, one copy per shard
+const EMPTY_SHARD: Shard = Shard {
+    locked: AtomicBool::new(false),
+    inner: UnsafeCell::new(Inner { slots: std::ptr::null_mut(), log2: 0, len: 0 }),
+};
+
+pub(crate) static TABLE: Table =
+    Table { shards: [EMPTY_SHARD; SHARDS], broken: AtomicBool::new(false), mapped_bytes: AtomicU64::new(0) };
+
+/// Fibonacci hashing of the address without its low 4 bits (jemalloc aligns every allocation to
+/// at least 16 bytes on x86-64 and aarch64, so they carry no information).
+fn hash(key: usize) -> u64 {
+    ((key as u64) >> 4).wrapping_mul(0x9E37_79B9_7F4A_7C15)
+}
+
+fn shard_of(h: u64) -> usize {
+    (h >> (64 - SHARD_BITS)) as usize
+}
+
+/// The home slot of hash `h` in a table of `1 << log2` slots: the bits below the shard's.
+fn home(h: u64, log2: u32) -> usize {
+    ((h << SHARD_BITS) >> (64 - log2)) as usize
+}
+
+impl Shard {
+    /// Runs `f` with the shard's table, under its lock.
+    fn with<T>(&self, f: impl FnOnce(&mut Inner) -> T) -> T {
+        let mut spins = 0u32;
+        while self.locked.compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed).is_err() {
+            spins += 1;
+            if spins < 256 {
+                std::hint::spin_loop();
+            } else {
+                // SAFETY: sched_yield has no preconditions and does not allocate.
+                unsafe { libc::sched_yield() };
+            }
+        }
+        // SAFETY: the lock is held, so no other thread touches `inner` until it is released.
+        let out = f(unsafe { &mut *self.inner.get() });
+        self.locked.store(false, Ordering::Release);
+        out
+    }
+}
+
+impl Inner {
+    fn mask(&self) -> usize {
+        (1usize << self.log2) - 1
+    }
+
+    /// The slot at `i` (`slots` is mapped; `i` is masked by every caller).
+    fn get(&self, i: usize) -> Slot {
+        debug_assert!(!self.slots.is_null() && i <= self.mask());
+        // SAFETY: the table is mapped with `mask + 1` slots and `i <= mask`.
+        unsafe { *self.slots.add(i) }
+    }
+
+    /// Writes the slot at `i` (as [`Inner::get`]).
+    fn set(&mut self, i: usize, slot: Slot) {
+        debug_assert!(!self.slots.is_null() && i <= self.mask());
+        // SAFETY: as in `get`; `&mut self` means the shard's lock is held.
+        unsafe { *self.slots.add(i) = slot }
+    }
+
+    /// The index of `key`'s slot, if present.
+    fn find(&self, key: usize, h: u64) -> Option<usize> {
+        if self.slots.is_null() {
+            return None;
+        }
+        let mask = self.mask();
+        let mut i = home(h, self.log2);
+        loop {
+            let slot = self.get(i);
+            if slot.key == key {
+                return Some(i);
+            }
+            if slot.key == 0 {
+                return None;
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
+    /// Puts `key` in the first free slot of its probe sequence (the key is known to be absent
+    /// and the table to have room).
+    fn place(&mut self, key: usize, value: u64) {
+        let mask = self.mask();
+        let mut i = home(hash(key), self.log2);
+        loop {
+            if self.get(i).key == 0 {
+                self.set(i, Slot { key, value });
+                return;
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
+    /// Empties slot `i` and shifts later members of its cluster back into the gap, so that every
+    /// key stays reachable from its home slot without tombstones (Knuth's algorithm R).
+    fn remove_at(&mut self, mut i: usize) {
+        let mask = self.mask();
+        let mut j = i;
+        loop {
+            j = (j + 1) & mask;
+            let moved = self.get(j);
+            if moved.key == 0 {
+                break;
+            }
+            let k = home(hash(moved.key), self.log2);
+            // The entry at j may stay when its home k lies cyclically in (i, j].
+            let stays = if i <= j { i < k && k <= j } else { i < k || k <= j };
+            if !stays {
+                self.set(i, moved);
+                i = j;
+            }
+        }
+        self.set(i, Slot { key: 0, value: 0 });
+        self.len -= 1;
+    }
+
+    /// Rebuilds the table with `1 << log2` slots. False when `mmap` failed (the old table is kept).
+    fn resize(&mut self, log2: u32, mapped: &AtomicU64) -> bool {
+        let bytes = (1usize << log2) * std::mem::size_of::<Slot>();
+        // SAFETY: an anonymous private mapping with no address hint; the result is checked.
+        let fresh = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                bytes,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+                -1,
+                0,
+            )
+        };
+        if fresh == libc::MAP_FAILED {
+            return false;
+        }
+        let old = std::mem::replace(self, Inner { slots: fresh.cast::<Slot>(), log2, len: 0 });
+        mapped.fetch_add(bytes as u64, Ordering::Relaxed);
+        if !old.slots.is_null() {
+            for i in 0..=old.mask() {
+                let slot = old.get(i);
+                if slot.key != 0 {
+                    self.place(slot.key, slot.value);
+                    self.len += 1;
+                }
+            }
+            let old_bytes = (1usize << old.log2) * std::mem::size_of::<Slot>();
+            // SAFETY: `old.slots` was mapped by this function with exactly `old_bytes`, and no
+            // reference into it survives (the lock is held; every entry was copied above).
+            unsafe { libc::munmap(old.slots.cast(), old_bytes) };
+            mapped.fetch_sub(old_bytes as u64, Ordering::Relaxed);
+        }
+        true
+    }
+}
+
+impl Table {
+    /// Records a new allocation. Returns the entry it replaced when `key` was already present
+    /// (a free the hooks never saw), so the caller can correct its counts; `Err` when the table
+    /// could not grow (it is then marked broken).
+    pub(crate) fn insert(&self, key: usize, entry: Entry) -> Result<Option<Entry>, ()> {
+        let h = hash(key);
+        self.shards[shard_of(h)].with(|t| {
+            if let Some(i) = t.find(key, h) {
+                let old = Entry::unpack(t.get(i).value);
+                t.set(i, Slot { key, value: entry.pack() });
+                return Ok(Some(old));
+            }
+            let needs = if t.slots.is_null() { Some(MIN_SLOTS_LOG2) } else { None }
+                .or_else(|| (4 * (t.len + 1) > 3 << t.log2).then_some(t.log2 + 1));
+            if let Some(log2) = needs {
+                if !t.resize(log2, &self.mapped_bytes) {
+                    self.broken.store(true, Ordering::Relaxed);
+                    return Err(());
+                }
+            }
+            t.place(key, entry.pack());
+            t.len += 1;
+            Ok(None)
+        })
+    }
+
+    /// Forgets an allocation; returns what was recorded of it, if anything.
+    pub(crate) fn remove(&self, key: usize) -> Option<Entry> {
+        let h = hash(key);
+        self.shards[shard_of(h)].with(|t| {
+            let i = t.find(key, h)?;
+            let old = Entry::unpack(t.get(i).value);
+            t.remove_at(i);
+            if t.log2 > MIN_SLOTS_LOG2 && 4 * t.len < 1 << t.log2 {
+                // A failed shrink keeps the larger table, which is still correct.
+                t.resize(t.log2 - 1, &self.mapped_bytes);
+            }
+            Some(old)
+        })
+    }
+
+    /// Whether `key` is recorded.
+    pub(crate) fn contains(&self, key: usize) -> bool {
+        let h = hash(key);
+        self.shards[shard_of(h)].with(|t| t.find(key, h).is_some())
+    }
+
+    /// Whether an `mmap` failed: the record missed allocations and is not exact any more.
+    pub(crate) fn broken(&self) -> bool {
+        self.broken.load(Ordering::Relaxed)
+    }
+
+    /// Allocations recorded, over all shards (each read under its lock; not one instant).
+    pub(crate) fn len(&self) -> usize {
+        self.shards.iter().map(|s| s.with(|t| t.len)).sum()
+    }
+
+    /// Bytes of address space mapped for the slots.
+    pub(crate) fn mapped_bytes(&self) -> u64 {
+        self.mapped_bytes.load(Ordering::Relaxed)
+    }
+
+    fn lock_all(&self) {
+        for shard in &self.shards {
+            let mut spins = 0u32;
+            while shard.locked.compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed).is_err() {
+                spins += 1;
+                if spins >= 256 {
+                    // SAFETY: no preconditions.
+                    unsafe { libc::sched_yield() };
+                }
+            }
+        }
+    }
+
+    fn unlock_all(&self) {
+        for shard in &self.shards {
+            shard.locked.store(false, Ordering::Release);
+        }
+    }
+}
+
+extern "C" fn before_fork() {
+    TABLE.lock_all();
+}
+
+extern "C" fn after_fork() {
+    TABLE.unlock_all();
+}
+
+/// Takes every shard's lock across `fork` (in the parent and released in both), once.
+pub(crate) fn guard_fork() {
+    static DONE: std::sync::Once = std::sync::Once::new();
+    DONE.call_once(|| {
+        // SAFETY: the handlers are plain functions that only touch the static table's atomics.
+        unsafe { libc::pthread_atfork(Some(before_fork), Some(after_fork), Some(after_fork)) };
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A private table for a test (the static one is the process's).
+    fn table() -> &'static Table {
+        Box::leak(Box::new(Table {
+            shards: [EMPTY_SHARD; SHARDS],
+            broken: AtomicBool::new(false),
+            mapped_bytes: AtomicU64::new(0),
+        }))
+    }
+
+    #[test]
+    fn entries_pack_size_and_generation() {
+        let e = Entry { size: 12_345_678, generation: 4_000_000 };
+        assert_eq!(Entry::unpack(e.pack()), e);
+        let huge = Entry { size: u64::MAX, generation: u32::MAX };
+        assert_eq!(Entry::unpack(huge.pack()), Entry { size: MAX_SIZE, generation: MAX_GENERATION });
+    }
+
+    #[test]
+    fn insert_remove_replace_through_growth_and_shrink() {
+        let t = table();
+        let keys: Vec<usize> = (1..=200_000usize).map(|i| i * 48).collect();
+        for (n, &k) in keys.iter().enumerate() {
+            assert_eq!(t.insert(k, Entry { size: n as u64, generation: 3 }), Ok(None));
+        }
+        assert_eq!(t.len(), keys.len());
+        // At most 64 bytes of slots per live entry, above the shards' minimum.
+        assert!(t.mapped_bytes() <= 64 * keys.len() as u64 + (SHARDS << MIN_SLOTS_LOG2) as u64 * 16);
+        assert!(t.contains(keys[7]) && !t.contains(1));
+        assert_eq!(t.insert(keys[8], Entry { size: 5, generation: 5 }), Ok(Some(Entry { size: 8, generation: 3 })));
+        for (n, &k) in keys.iter().enumerate().skip(1000) {
+            let expected = if n == 8 { 5 } else { n as u64 };
+            assert_eq!(t.remove(k).map(|e| e.size), Some(expected), "key {k}");
+            assert_eq!(t.remove(k), None);
+        }
+        assert_eq!(t.len(), 1000);
+        assert!(keys[..1000].iter().all(|&k| t.contains(k)));
+        // Shrunk back towards the minimum as entries left.
+        assert!(t.mapped_bytes() <= 4 * (SHARDS << MIN_SLOTS_LOG2) as u64 * 16);
+        assert!(!t.broken());
+    }
+
+    #[test]
+    fn threads_on_shared_shards_keep_every_entry() {
+        let t = table();
+        std::thread::scope(|s| {
+            for thread in 0..4usize {
+                s.spawn(move || {
+                    for round in 0..20 {
+                        let keys: Vec<usize> =
+                            (0..5_000).map(|i| ((i * 4 + thread) + 1) * 16 + round * 1_000_000).collect();
+                        for &k in &keys {
+                            t.insert(k, Entry { size: 16, generation: thread as u32 }).unwrap();
+                        }
+                        for &k in &keys {
+                            assert_eq!(t.remove(k), Some(Entry { size: 16, generation: thread as u32 }));
+                        }
+                    }
+                });
+            }
+        });
+        assert_eq!(t.len(), 0);
+    }
+}
