@@ -83,6 +83,9 @@ pub enum Signal {
     FileMapsOutsideDir,
     /// The process's threads.
     Threads,
+    /// What the cycles' own allocations still hold at the end of the run, from the allocation
+    /// generations (exact figures).
+    RetainedBytes,
     /// Open files under the store's directory (exact).
     OpenFdsUnderDir,
     /// Memory maps of files under the store's directory (exact).
@@ -145,7 +148,7 @@ impl Signal {
     pub(crate) const STATISTICAL: &'static [Signal] = Signal::ALL.split_at(14).0;
 
     /// Every signal, in the order reports list them: the statistical ones first.
-    pub const ALL: [Signal; 24] = [
+    pub const ALL: [Signal; 25] = [
         Signal::AllocatedBytes,
         Signal::UnexplainedBytes,
         Signal::ExplainedBytes,
@@ -160,6 +163,7 @@ impl Signal {
         Signal::FileMaps,
         Signal::FileMapsOutsideDir,
         Signal::Threads,
+        Signal::RetainedBytes,
         Signal::OpenFdsUnderDir,
         Signal::MapsUnderDir,
         Signal::LiveHandles,
@@ -197,6 +201,7 @@ impl Signal {
             Signal::FileMaps => spec("file_maps", "maps", Maps, Corroborates, Single),
             Signal::FileMapsOutsideDir => spec("file_maps_outside_dir", "maps", Maps, Corroborates, Single),
             Signal::Threads => spec("threads", "threads", Threads, Corroborates, Single),
+            Signal::RetainedBytes => spec("retained_bytes", "B", Bytes, Decides, Single),
             Signal::OpenFdsUnderDir => spec("open_fds_under_dir", "fds", Fds, Decides, Single),
             Signal::MapsUnderDir => spec("maps_under_dir", "maps", Maps, Decides, Single),
             Signal::LiveHandles => spec("live_handles", "handles", Handles, Decides, Single),

@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::probe::generations::{self, Generation, Generations, Live, MECHANISM};
+use crate::verdict::Retained;
 
 /// What a run's generations hold at its end, for report.json's `generations`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -32,6 +33,10 @@ pub struct GenerationsReport {
 
 /// The most generations report.json lists (a soak's samples are bounded the same way).
 pub const MAX_GENERATIONS_LISTED: usize = super::MAX_SOAK_SAMPLES;
+
+/// The youngest cycles `retained_bytes` leaves out: what the last cycle allocated may still be in
+/// use by the store (state it carries to the next cycle).
+pub(crate) const YOUNG_CYCLES: u64 = 1;
 
 /// The generations of a run in progress.
 #[derive(Debug)]
@@ -72,6 +77,14 @@ impl RunGenerations {
     fn generation(&self, cycle: Option<u64>) -> Generation {
         let offset = cycle.map_or(0, |c| c + 1);
         u32::try_from(u64::from(self.setup) + offset).unwrap_or(u32::MAX)
+    }
+
+    /// What cycles `from..` (all but the youngest) still hold, when generations were recorded.
+    pub(crate) fn retained(&self, from: u64) -> Option<Retained> {
+        let g = self.gens?;
+        let to = self.cycles.checked_sub(1 + YOUNG_CYCLES)?;
+        let from = from.min(to);
+        Some(Retained::of(from, to, (from..=to).map(|c| (c, g.live(self.generation(Some(c)))))))
     }
 
     /// What every generation of the run holds now, thinned to at most `max` entries.

@@ -989,8 +989,10 @@ impl<'a> Run<'a> {
         let mut last = with_rocksdb(store, self.probe.settle(cfg.settle, None).sample);
         last.bookkeeping_bytes = self.c.bk.bytes();
         // What the generations hold once the last cycle settled; everything after is the harness's.
-        let generations = self.c.bk.track(|| self.c.gens.report(MAX_GENERATIONS_LISTED));
-        crate::probe::generations::bookkeeping(|| self.judge_last(last, generations, unavailable))
+        let warmup = self.judged_cfg.warmup_cycles as u64;
+        let (generations, retained) =
+            self.c.bk.track(|| (self.c.gens.report(MAX_GENERATIONS_LISTED), self.c.gens.retained(warmup)));
+        crate::probe::generations::bookkeeping(|| self.judge_last(last, generations, retained, unavailable))
     }
 
     /// The last look and the report, after the last sample.
@@ -998,6 +1000,7 @@ impl<'a> Run<'a> {
         mut self,
         last: Sample,
         generations: GenerationsReport,
+        retained: Option<crate::verdict::Retained>,
         unavailable: Option<String>,
     ) -> HarnessReport {
         let cfg = self.cfg;
@@ -1010,6 +1013,15 @@ impl<'a> Run<'a> {
         let mut verdict = self.analysis.look(Look::last(index));
         if let Some(reason) = unavailable {
             verdict.mark_bytes_unavailable(reason);
+        }
+        if let Some(r) = retained {
+            // Listed after the statistical signals, before the exact ones.
+            let at = verdict
+                .signals
+                .iter()
+                .position(|v| !crate::signal::Signal::STATISTICAL.contains(&v.family()))
+                .unwrap_or(verdict.signals.len());
+            verdict.signals.insert(at, crate::verdict::retained::verdict(r));
         }
         HarnessReport {
             cycles_run: self.cycles_run,

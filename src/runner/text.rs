@@ -106,6 +106,16 @@ pub(crate) fn signal_cells(e: &crate::SignalVerdict) -> [String; 3] {
         (false, false) => e.verdict.to_string(),
     };
     let (per_cycle, detail) = match (e.kind(), e.estimate) {
+        (_, _) if e.retained.is_some() => {
+            let r = e
+                .retained
+                .as_ref()
+                .map_or_else(Default::default, |r| (r.bytes_per_cycle(), r.bytes, r.generations_holding, r.cycles()));
+            (
+                fmt_num(Some(r.0), e.class()),
+                format!("{} in {}/{} cycles", fmt_num(Some(r.1 as f64), e.class()), r.2, r.3),
+            )
+        }
         (RuleKind::Exact, _) => ("-".to_string(), format!("residue {}", fmt_num(e.residue.map(|r| r.max), e.class()))),
         (RuleKind::Statistical, Some(est)) => (
             fmt_num(Some(est.value), e.class()),

@@ -20,6 +20,7 @@ mod exact;
 mod floors;
 mod growth;
 mod model;
+pub(crate) mod retained;
 pub(crate) mod stats;
 
 use std::collections::BTreeMap;
@@ -30,6 +31,7 @@ pub use analysis::{Analysis, CycleFacts, Look};
 pub(crate) use attribution::{mean_shift, shift_verdict};
 pub use growth::{BudgetFrom, Growth, GrowthRule};
 pub use model::{Estimate, Residue, Retention, Rule, RuleKind, SignalVerdict};
+pub use retained::Retained;
 
 use crate::probe::Sample;
 use crate::signal::{Class, Signal, SignalId};

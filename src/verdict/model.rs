@@ -131,6 +131,8 @@ pub struct SignalVerdict {
     pub informational: bool,
     /// Clean at the last look with growth evidenced below the budget: worth a look, not a leak.
     pub growth_below_budget: bool,
+    /// `retained_bytes`: what the judged cycles' allocations still hold, by generation.
+    pub retained: Option<super::Retained>,
 }
 
 impl SignalVerdict {
@@ -148,6 +150,7 @@ impl SignalVerdict {
             retention: None,
             informational: false,
             growth_below_budget: false,
+            retained: None,
         }
     }
 
@@ -243,6 +246,9 @@ struct Wire {
     /// readers of the JSON; derived from `growth` when read).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     rules_out_per_cycle: Option<f64>,
+    /// `retained_bytes`: the judged generations' figures.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    retained: Option<super::Retained>,
 }
 
 #[derive(Serialize, Deserialize, Clone, Copy)]
@@ -292,6 +298,7 @@ impl From<SignalVerdict> for Wire {
             step_size: v.retention.map(|r| r.size),
             growth: v.growth,
             rules_out_per_cycle,
+            retained: v.retained,
             name: v.signal,
         }
     }
@@ -330,6 +337,7 @@ impl TryFrom<Wire> for SignalVerdict {
             retention: w.step_at_cycle.zip(w.step_size).map(|(at_cycle, size)| Retention { at_cycle, size }),
             informational: w.informational,
             growth_below_budget: w.growth_below_tolerance,
+            retained: w.retained,
             signal: w.name,
         })
     }
