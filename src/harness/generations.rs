@@ -46,6 +46,9 @@ pub(crate) struct RunGenerations {
     /// The generation of the set-up before the first cycle; cycle `c`'s is `setup + 1 + c`.
     setup: Generation,
     cycles: u64,
+    /// Another run in this process started generations while this one ran (generations are
+    /// process-wide): this run's figures are not its own alone.
+    interleaved: bool,
 }
 
 impl RunGenerations {
@@ -57,7 +60,7 @@ impl RunGenerations {
             Some(Err(e)) => (None, Some(format!("allocation generations unavailable: {e}"))),
         };
         let setup = gens.map_or(0, Generations::advance);
-        RunGenerations { gens, notice, setup, cycles: 0 }
+        RunGenerations { gens, notice, setup, cycles: 0, interleaved: false }
     }
 
     /// Starts cycle `cycle`'s generation (cycles are numbered from 0, one after another).
@@ -81,7 +84,7 @@ impl RunGenerations {
 
     /// What cycles `from..` (all but the youngest) still hold, when generations were recorded.
     pub(crate) fn retained(&self, from: u64) -> Option<Retained> {
-        let g = self.gens?;
+        let g = self.gens.filter(|_| !self.interleaved)?;
         let to = self.cycles.checked_sub(1 + YOUNG_CYCLES)?;
         let from = from.min(to);
         Some(Retained::of(from, to, (from..=to).map(|c| (c, g.live(self.generation(Some(c)))))))
@@ -89,8 +92,13 @@ impl RunGenerations {
 
     /// What every generation of the run holds now, thinned to at most `max` entries.
     pub(crate) fn report(&self, max: usize) -> GenerationsReport {
-        let Some(g) = self.gens else {
-            return GenerationsReport { notice: self.notice.clone(), ..GenerationsReport::default() };
+        let Some(g) = self.gens.filter(|_| !self.interleaved) else {
+            let notice = if self.interleaved {
+                Some("allocation generations not this run's alone: another run in this process started cycles while it ran (one run per process)".to_string())
+            } else {
+                self.notice.clone()
+            };
+            return GenerationsReport { notice, ..GenerationsReport::default() };
         };
         let entries = self.cycles + 1;
         let stride = entries.div_ceil(max.max(2) as u64 - 1).max(1);

@@ -990,8 +990,14 @@ impl<'a> Run<'a> {
         last.bookkeeping_bytes = self.c.bk.bytes();
         // What the generations hold once the last cycle settled; everything after is the harness's.
         let warmup = self.judged_cfg.warmup_cycles as u64;
-        let (generations, retained) =
-            self.c.bk.track(|| (self.c.gens.report(MAX_GENERATIONS_LISTED), self.c.gens.retained(warmup)));
+        let (generations, retained) = self.c.bk.track(|| match &unavailable {
+            // Native allocations not visible (or treated so): the generations judge nothing either.
+            Some(reason) => {
+                let notice = format!("allocation generations unused: {reason}");
+                (GenerationsReport { notice: Some(notice), ..GenerationsReport::default() }, None)
+            }
+            None => (self.c.gens.report(MAX_GENERATIONS_LISTED), self.c.gens.retained(warmup)),
+        });
         crate::probe::generations::bookkeeping(|| self.judge_last(last, generations, retained, unavailable))
     }
 

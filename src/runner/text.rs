@@ -126,6 +126,31 @@ pub(crate) fn signal_cells(e: &crate::SignalVerdict) -> [String; 3] {
     [verdict, per_cycle, detail]
 }
 
+/// `retained_bytes` in words: what the judged cycles still hold, and how it is spread.
+pub(crate) fn retained_line(r: &crate::verdict::Retained) -> String {
+    let mut line = format!(
+        "retained: of what cycles {}-{} allocated, {} ({} allocations) are still held ({}/cycle)",
+        r.from_cycle,
+        r.to_cycle,
+        human_bytes(r.bytes as f64),
+        r.allocations,
+        rate(r.bytes_per_cycle())
+    );
+    if let (Some(first), Some(last)) = (r.first_cycle, r.last_cycle) {
+        line.push_str(&format!(
+            ", by {} of {} cycles ({}-{}; each {} median, {}-{})",
+            r.generations_holding,
+            r.cycles(),
+            first,
+            last,
+            human_bytes(r.median_bytes as f64),
+            human_bytes(r.min_bytes as f64),
+            human_bytes(r.max_bytes as f64)
+        ));
+    }
+    line
+}
+
 /// What the signal table's columns mean.
 pub(crate) const SIGNAL_TABLE_NOTE: &str = "per cycle: growth over the later half of the judged cycles; verdicts in \
      parentheses are raw signals shown for reference, the run is judged on the net ones, after what RocksDB accounts \
@@ -164,6 +189,12 @@ fn signal_notes(out: &mut String, r: &RunReport) {
 /// table and report.html.
 pub(crate) fn notes(r: &RunReport) -> Vec<String> {
     let mut out = Vec::new();
+    if let Some(notice) = r.generations.notice.as_ref().filter(|_| !r.generations.available) {
+        out.push(notice.clone());
+    }
+    if let Some(ret) = r.signal(crate::Signal::RetainedBytes).and_then(|s| s.retained) {
+        out.push(retained_line(&ret));
+    }
     if let Some(j) = r.verdict.judged_at_cycles {
         out.push(format!("statistical verdicts as judged after {j} cycles (the last look so far)"));
     }

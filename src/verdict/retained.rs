@@ -1,9 +1,11 @@
 //! `retained_bytes`: what the cycles' own allocations still hold at the end of a run, read from
 //! the allocation generations ([`crate::probe::generations`]) — a record, not an estimate.
 //!
-//! The figures are exact. How they decide a run is still being settled (issue 41): this first
-//! form is informational, with a provisional reading (residue in two or more judged generations
-//! would be a leak) that the catalogs are measured against before it may decide.
+//! The figures are exact. How they decide a run is still being settled (issue 41): residue in
+//! two or more judged cycles is not yet a leak, because one-time initialisations reached late (a
+//! fault path firing for the first time) leave residue in scattered cycles too; recurrence has to
+//! be judged per allocating stack. Until then the row is informational: clean when no judged
+//! cycle holds anything, inconclusive otherwise, and never decides the run.
 
 use serde::{Deserialize, Serialize};
 
@@ -81,10 +83,11 @@ impl Retained {
     }
 }
 
-/// The `retained_bytes` row (informational for now, see the module docs).
+/// The `retained_bytes` row, informational for now (see the module docs): clean when no judged
+/// cycle holds anything, else inconclusive (held, not yet judged).
 pub(crate) fn verdict(r: Retained) -> SignalVerdict {
     let mut v = SignalVerdict::undecided(Signal::RetainedBytes.into(), Rule::Exact { expected: 0.0 });
-    v.verdict = if r.generations_holding >= 2 { Verdict::Leak } else { Verdict::Clean };
+    v.verdict = if r.generations_holding == 0 { Verdict::Clean } else { Verdict::Inconclusive };
     v.cycles = r.cycles() as usize;
     let per_cycle = r.bytes_per_cycle();
     v.estimate = Some(Estimate::new(per_cycle, per_cycle, per_cycle));
@@ -118,7 +121,7 @@ mod tests {
         assert_eq!((r.min_bytes, r.median_bytes, r.max_bytes), (1024, 2048, 3000));
         assert_eq!((r.first_cycle, r.last_cycle, r.cycles()), (Some(20), Some(40), 79));
         let v = verdict(r);
-        assert_eq!((v.verdict, v.informational), (Verdict::Leak, true));
+        assert_eq!((v.verdict, v.informational), (Verdict::Inconclusive, true));
         let none = Retained::of(20, 98, [(0, live(14_000)), (99, live(500))]);
         assert_eq!((none.bytes, none.generations_holding, none.first_cycle), (0, 0, None));
         assert_eq!(verdict(none).verdict, Verdict::Clean);
