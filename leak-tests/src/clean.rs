@@ -861,6 +861,9 @@ pub struct CleanOutcome {
     /// The unexplained bytes' slope per cycle and its interval, when judged.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bytes_per_cycle: Option<[f64; 3]>,
+    /// What the judged cycles' allocations still held at the end (allocation generations).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retained: Option<leakcheck::verdict::Retained>,
 }
 
 /// Runs one catalog store in `dir` with `seed`, as `leakcheck check` would (200 cycles, going on
@@ -910,6 +913,7 @@ pub fn run_clean_report(
         faulted_cycles: report.records.iter().filter(|r| !r.faults_fired.is_empty()).count() as u64,
         seconds: started.elapsed().as_secs_f64(),
         bytes_per_cycle: bytes,
+        retained: report.verdict.signal(leakcheck::Signal::RetainedBytes).and_then(|s| s.retained),
     };
     Ok((outcome, report))
 }

@@ -395,6 +395,9 @@ pub struct MutantOutcome {
     /// Where the planted leak ran (`file:line`, recorded by `planted!`), if it did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub planted_at: Option<String>,
+    /// What the judged cycles' allocations still held at the end (allocation generations).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retained: Option<leakcheck::verdict::Retained>,
 }
 
 /// The judged signals that said "leak".
@@ -490,5 +493,6 @@ pub fn run_mutant(m: &Mutant, dir: &Path, cycles: u64) -> Result<MutantOutcome, 
         integrity_problems,
         expected: m.expected.to_vec(),
         planted_at: crate::planted::site_of(m.name),
+        retained: report.verdict.signal(leakcheck::Signal::RetainedBytes).and_then(|s| s.retained),
     })
 }

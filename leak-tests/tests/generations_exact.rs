@@ -204,7 +204,11 @@ fn generations_follow_jemallocs_counter_to_the_byte() {
     let g = generations::install().expect("generations");
     let dir = tempfile::tempdir().expect("tempdir");
     let ledger = Ledger::new();
-    let mut store = ReferenceStore::new(ReferenceConfig::new(dir.path()), &ledger).expect("store");
+    // Both layouts (task 1 migrates), one live segment per task: the store's every path at a
+    // third of the default's cost per cycle.
+    let mut config = ReferenceConfig::new(dir.path());
+    config.segments = 1;
+    let mut store = ReferenceStore::new(config, &ledger).expect("store");
     let cfg = HarnessConfig {
         cycles: 1000,
         plan: FaultPlan::parse(

@@ -55,23 +55,12 @@ fn counts() -> Option<&'static [[AtomicI64; 2]]> {
     (!p.is_null()).then(|| unsafe { std::slice::from_raw_parts(p, COUNTS_LEN) })
 }
 
-/// Every generation's counts summed, kept as they change so a sum over a range of generations
-/// costs a read of the few outside it, not one per generation in it.
-static TOTAL: [AtomicI64; 2] = [AtomicI64::new(0), AtomicI64::new(0)];
-
 fn add(generation: u32, bytes: i64, allocations: i64) {
     if let Some(c) = counts() {
         let pair = &c[generation as usize];
         pair[0].fetch_add(bytes, Ordering::Relaxed);
         pair[1].fetch_add(allocations, Ordering::Relaxed);
-        TOTAL[0].fetch_add(bytes, Ordering::Relaxed);
-        TOTAL[1].fetch_add(allocations, Ordering::Relaxed);
     }
-}
-
-/// Every generation's live `(bytes, allocations)` summed.
-pub(crate) fn total() -> (i64, i64) {
-    (TOTAL[0].load(Ordering::Relaxed), TOTAL[1].load(Ordering::Relaxed))
 }
 
 /// The generation an allocation made now, on this thread, belongs to.

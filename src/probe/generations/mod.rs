@@ -142,21 +142,10 @@ impl Generations {
 
     /// Every generation summed, the bookkeeping and what came before included: follows jemalloc's
     /// `stats.allocated` (less its internal allocations) to the byte when thread caches are off.
+    /// Reads every generation so far (a cost of the process's cycles: for tests and checks, not
+    /// for every cycle).
     pub fn total(&self) -> Live {
-        let (bytes, allocations) = hook::total();
-        Live { bytes, allocations }
-    }
-
-    /// What generations from `from` on hold, up to and including the current one: the total less
-    /// the generations before `from` (a cost of `from` reads, not of the run's length).
-    pub fn live_since(&self, from: Generation) -> Live {
-        let mut sum = self.total();
-        for g in hook::BEFORE..from.min(self.current() + 1) {
-            let l = self.live(g);
-            sum.bytes -= l.bytes;
-            sum.allocations -= l.allocations;
-        }
-        sum
+        self.live_range(hook::BEFORE, self.current())
     }
 
     /// False once the record missed an allocation (its table could not grow): the figures are no

@@ -10,10 +10,13 @@
 //!   allocate while it does (jemalloc's own re-entrancy flag would skip a nested hook anyway).
 //!   A spinning thread yields after a few hundred tries, so a holder that was preempted runs.
 //! - **Constant cost per allocation.** Linear probing at a load of at most 3/4, deletion by
-//!   backward shift (no tombstones that would slow later probes). A shard doubles past 3/4 and
-//!   halves below 1/4: the rehash is paid once per doubling, amortised constant.
-//! - **Bounded memory.** A slot is 16 bytes; a shard is at least 1/4 full (above its minimum
-//!   size), so the table costs at most 64 bytes per live allocation, plus 64 x 16 KiB.
+//!   backward shift (no tombstones that would slow later probes). A shard doubles past 3/4: the
+//!   rehash is paid once per doubling, amortised constant.
+//! - **Bounded memory.** A slot is 16 bytes and a shard doubles from 3/4 to 3/8 full, so the table
+//!   costs at most 43 bytes per allocation at the peak of live allocations, plus 64 x 16 KiB. It
+//!   does not shrink: a store that allocates a lot in each cycle and frees it at close would
+//!   otherwise map and unmap its tables every cycle, and each unmap is a TLB shootdown on every
+//!   core (measured: the largest kernel cost of the first version, which halved below 1/4).
 //! - **Safe at fork and exit.** `fork` takes every shard's lock first (`pthread_atfork`), so a
 //!   child never inherits a lock held by a thread that does not exist there. Nothing is ever
 //!   unmapped at exit: hooks that run in atexit handlers or thread destructors find the table.
@@ -69,6 +72,8 @@ struct Inner {
     len: usize,
 }
 
+/// A cache line each, so that threads on two shards do not contend for one line.
+#[repr(align(64))]
 struct Shard {
     locked: AtomicBool,
     inner: UnsafeCell<Inner>,
@@ -275,10 +280,6 @@ impl Table {
             let i = t.find(key, h)?;
             let old = Entry::unpack(t.get(i).value);
             t.remove_at(i);
-            if t.log2 > MIN_SLOTS_LOG2 && 4 * t.len < 1 << t.log2 {
-                // A failed shrink keeps the larger table, which is still correct.
-                t.resize(t.log2 - 1, &self.mapped_bytes);
-            }
             Some(old)
         })
     }
@@ -363,15 +364,15 @@ mod tests {
     }
 
     #[test]
-    fn insert_remove_replace_through_growth_and_shrink() {
+    fn insert_remove_through_growth_then_reuse() {
         let t = table();
         let keys: Vec<usize> = (1..=200_000usize).map(|i| i * 48).collect();
         for (n, &k) in keys.iter().enumerate() {
             assert_eq!(t.insert(k, Entry { size: n as u64, generation: 3 }), Ok(None));
         }
         assert_eq!(t.len(), keys.len());
-        // At most 64 bytes of slots per live entry, above the shards' minimum.
-        assert!(t.mapped_bytes() <= 64 * keys.len() as u64 + (SHARDS << MIN_SLOTS_LOG2) as u64 * 16);
+        // At most 43 bytes of slots per live entry at the peak, above the shards' minimum.
+        assert!(t.mapped_bytes() <= 43 * keys.len() as u64 + (SHARDS << MIN_SLOTS_LOG2) as u64 * 16);
         assert!(t.contains(keys[7]) && !t.contains(1));
         assert_eq!(t.insert(keys[8], Entry { size: 5, generation: 5 }), Ok(Some(Entry { size: 8, generation: 3 })));
         for (n, &k) in keys.iter().enumerate().skip(1000) {
@@ -381,8 +382,13 @@ mod tests {
         }
         assert_eq!(t.len(), 1000);
         assert!(keys[..1000].iter().all(|&k| t.contains(k)));
-        // Shrunk back towards the minimum as entries left.
-        assert!(t.mapped_bytes() <= 4 * (SHARDS << MIN_SLOTS_LOG2) as u64 * 16);
+        // Kept at its peak (no shrinking), and reused by the next wave without growing.
+        let peak = t.mapped_bytes();
+        for &k in &keys[1000..] {
+            t.insert(k, Entry { size: 1, generation: 4 }).unwrap();
+        }
+        assert_eq!(t.mapped_bytes(), peak);
+        assert_eq!(t.len(), keys.len());
         assert!(!t.broken());
     }
 
