@@ -151,20 +151,8 @@ fn map_counts() -> Result<(), InstallError> {
         return Ok(());
     }
     let bytes = COUNTS_LEN * std::mem::size_of::<[AtomicI64; 2]>();
-    // SAFETY: an anonymous private mapping with no address hint; zeroed pages are valid atomics.
-    let p = unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
-            bytes,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
-            -1,
-            0,
-        )
-    };
-    if p == libc::MAP_FAILED {
-        return Err(InstallError::Map(std::io::Error::last_os_error().raw_os_error().unwrap_or(0)));
-    }
+    // Zeroed pages are valid atomics.
+    let p = super::table::map_zeroed(bytes).map_err(InstallError::Map)?;
     COUNTS.store(p.cast(), Ordering::Release);
     Ok(())
 }

@@ -213,20 +213,9 @@ impl Inner {
     /// Rebuilds the table with `1 << log2` slots. False when `mmap` failed (the old table is kept).
     fn resize(&mut self, log2: u32, mapped: &AtomicU64) -> bool {
         let bytes = (1usize << log2) * std::mem::size_of::<Slot>();
-        // SAFETY: an anonymous private mapping with no address hint; the result is checked.
-        let fresh = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                bytes,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
-                -1,
-                0,
-            )
-        };
-        if fresh == libc::MAP_FAILED {
+        let Ok(fresh) = map_zeroed(bytes) else {
             return false;
-        }
+        };
         let old = std::mem::replace(self, Inner { slots: fresh.cast::<Slot>(), log2, len: 0 });
         mapped.fetch_add(bytes as u64, Ordering::Relaxed);
         if !old.slots.is_null() {
@@ -244,6 +233,27 @@ impl Inner {
             mapped.fetch_sub(old_bytes as u64, Ordering::Relaxed);
         }
         true
+    }
+}
+
+/// `bytes` of zeroed, private memory straight from the kernel (never from `malloc`): address space
+/// only until touched (`MAP_NORESERVE`). The error is the OS's errno.
+pub(crate) fn map_zeroed(bytes: usize) -> Result<*mut libc::c_void, i32> {
+    // SAFETY: an anonymous private mapping with no address hint; the result is checked.
+    let p = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            bytes,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+            -1,
+            0,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        Err(std::io::Error::last_os_error().raw_os_error().unwrap_or(0))
+    } else {
+        Ok(p)
     }
 }
 
