@@ -126,7 +126,10 @@
 //! calls), `instances_per_cycle` the store instances a cycle opens (for the leak rate per
 //! instance), `rocksdb_memory` what RocksDB accounts for (block caches, memtables, table
 //! readers; [`MemoryConsumers`](crate::probe::MemoryConsumers) reads it), so that a cache filling
-//! is not taken for a leak.
+//! is not taken for a leak, and `let_go` what the store keeps across cycles (a shared cache, a
+//! write-buffer manager, a DB kept open): the harness calls it once after the last cycle, and
+//! what the cycles allocated and is still held afterwards is judged by `retained_bytes` (a cache
+//! still alive holds what many cycles allocated, from one stack, and cannot be told from a leak).
 //!
 //! Configuration is plain structs with public fields and `Default` (`HarnessConfig`,
 //! [`RunOptions`](crate::runner::RunOptions), `AnalysisConfig`, `Tolerances`,

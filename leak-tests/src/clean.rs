@@ -117,11 +117,20 @@ fn busy_options(ledger: &Ledger) -> TrackedOptions {
 /// files grow with the run). A cycle opens a batch and a snapshot, writes, scans and reads back,
 /// and releases them.
 pub struct LongLivedDb {
+    /// The DB and what it keeps, until the run lets go of them.
+    kept: Option<Kept>,
+    /// Cycles whose keys are overwritten in turn; `None`: every cycle writes new keys.
+    working_set: Option<u64>,
+}
+
+struct Kept {
     db: TrackedDb<SingleThreaded>,
     cache: TrackedCache,
     _opts: TrackedOptions,
-    /// Cycles whose keys are overwritten in turn; `None`: every cycle writes new keys.
-    working_set: Option<u64>,
+}
+
+fn let_go_already() -> CleanStoreError {
+    CleanStoreError("the store let go of its DB (the run is over)".into())
 }
 
 /// A long-lived DB's per-cycle handles.
@@ -162,7 +171,7 @@ impl LongLivedDb {
         for token in [db.token(), opts.token(), cache.token()] {
             token.declare_shared();
         }
-        Ok(LongLivedDb { db, cache, _opts: opts, working_set })
+        Ok(LongLivedDb { kept: Some(Kept { db, cache, _opts: opts }), working_set })
     }
 }
 
@@ -189,8 +198,9 @@ impl Lifecycle for LongLivedDb {
             store.batch.put(key(c, i), value(ctx.cycle, i, 256));
         }
         let batch = std::mem::replace(&mut store.batch, TrackedWriteBatch::new(ctx.ledger));
-        self.db.write_opt(batch, &write_options(ctx, "work.write"))?;
-        let snapshot = self.db.snapshot();
+        let db = &self.kept.as_ref().ok_or_else(let_go_already)?.db;
+        db.write_opt(batch, &write_options(ctx, "work.write"))?;
+        let snapshot = db.snapshot();
         let mut seen = 0;
         for item in snapshot.iterator(IteratorMode::From(&key(c, 0), Direction::Forward)) {
             let (k, _) = item?;
@@ -203,7 +213,7 @@ impl Lifecycle for LongLivedDb {
             }
         }
         for i in (0..400).step_by(37) {
-            self.db.get(key(c, i))?;
+            db.get(key(c, i))?;
         }
         Ok(())
     }
@@ -211,14 +221,21 @@ impl Lifecycle for LongLivedDb {
     fn close(&mut self, store: LongLivedCycle, ctx: &CycleCtx<'_>) -> Result<()> {
         drop(store);
         fault(ctx, "close.flush")?;
-        self.db.flush_wal(false)?;
+        self.kept.as_ref().ok_or_else(let_go_already)?.db.flush_wal(false)?;
         Ok(())
     }
 
     fn rocksdb_memory(&self) -> Option<RocksDbMemory> {
+        let kept = self.kept.as_ref()?;
         let mut consumers = leakcheck::probe::MemoryConsumers::new().ok()?;
-        consumers.db(&self.db).cache(&self.cache);
+        consumers.db(&kept.db).cache(&kept.cache);
         consumers.read().ok()
+    }
+
+    /// Closes the DB kept open through the run: its memtable, table readers and cached blocks
+    /// hold what many cycles wrote.
+    fn let_go(&mut self) {
+        self.kept = None;
     }
 }
 
@@ -383,26 +400,38 @@ impl Lifecycle for AsyncClose {
 /// files grow.
 pub struct SharedCacheWbm {
     dir: PathBuf,
+    /// Made at start, let go of when the run ends, made anew if the store is opened again.
+    shared: Option<Shared>,
+}
+
+struct Shared {
     cache: TrackedCache,
     wbm: TrackedWriteBufferManager,
+}
+
+impl Shared {
+    fn new(ledger: &Ledger) -> Shared {
+        let cache = TrackedCache::new_lru(ledger, 8 << 20);
+        let wbm = TrackedWriteBufferManager::new_with_cache(ledger, 2 << 20, false, &cache);
+        cache.token().declare_shared();
+        wbm.token().declare_shared();
+        Shared { cache, wbm }
+    }
 }
 
 impl SharedCacheWbm {
     /// Makes the shared cache and write buffer manager.
     pub fn new(dir: &Path, ledger: &Ledger) -> Self {
-        let cache = TrackedCache::new_lru(ledger, 8 << 20);
-        let wbm = TrackedWriteBufferManager::new_with_cache(ledger, 2 << 20, false, &cache);
-        cache.token().declare_shared();
-        wbm.token().declare_shared();
-        SharedCacheWbm { dir: dir.to_path_buf(), cache, wbm }
+        SharedCacheWbm { dir: dir.to_path_buf(), shared: Some(Shared::new(ledger)) }
     }
 
-    fn options(&self, ledger: &Ledger) -> TrackedOptions {
+    fn options(&mut self, ledger: &Ledger) -> TrackedOptions {
+        let shared = self.shared.get_or_insert_with(|| Shared::new(ledger));
         let mut table = TrackedBlockBasedOptions::new(ledger);
-        table.set_block_cache(&self.cache);
+        table.set_block_cache(&shared.cache);
         let mut opts = busy_options(ledger);
         opts.set_block_based_table_factory(&table);
-        opts.set_write_buffer_manager(&self.wbm);
+        opts.set_write_buffer_manager(&shared.wbm);
         opts
     }
 }
@@ -472,9 +501,15 @@ impl Lifecycle for SharedCacheWbm {
     }
 
     fn rocksdb_memory(&self) -> Option<RocksDbMemory> {
+        let shared = self.shared.as_ref()?;
         let mut consumers = leakcheck::probe::MemoryConsumers::new().ok()?;
-        consumers.cache(&self.cache).write_buffer_manager(&self.wbm);
+        consumers.cache(&shared.cache).write_buffer_manager(&shared.wbm);
         consumers.read().ok()
+    }
+
+    /// Drops the shared cache and write buffer manager: the blocks the cycles cached are freed.
+    fn let_go(&mut self) {
+        self.shared = None;
     }
 }
 
@@ -913,7 +948,7 @@ pub fn run_clean_report(
         faulted_cycles: report.records.iter().filter(|r| !r.faults_fired.is_empty()).count() as u64,
         seconds: started.elapsed().as_secs_f64(),
         bytes_per_cycle: bytes,
-        retained: report.verdict.signal(leakcheck::Signal::RetainedBytes).and_then(|s| s.retained),
+        retained: report.verdict.signal(leakcheck::Signal::RetainedBytes).and_then(|s| s.retained.clone()),
     };
     Ok((outcome, report))
 }

@@ -493,6 +493,6 @@ pub fn run_mutant(m: &Mutant, dir: &Path, cycles: u64) -> Result<MutantOutcome, 
         integrity_problems,
         expected: m.expected.to_vec(),
         planted_at: crate::planted::site_of(m.name),
-        retained: report.verdict.signal(leakcheck::Signal::RetainedBytes).and_then(|s| s.retained),
+        retained: report.verdict.signal(leakcheck::Signal::RetainedBytes).and_then(|s| s.retained.clone()),
     })
 }

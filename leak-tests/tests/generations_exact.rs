@@ -5,6 +5,9 @@
 //! hand memory to other threads and exit, the live bytes summed over generations move with
 //! jemalloc's allocated counter to the byte.
 //!
+//! For a hundred of the cycles every allocation's stack is taken too (the unwinder runs inside
+//! the hook).
+//!
 //! jemalloc's counter is exact only without thread caches (a cache keeps freed blocks counted as
 //! allocated), so this binary starts jemalloc with `tcache:false`. Process-wide: one test here.
 #![allow(unsafe_code)]
@@ -224,6 +227,17 @@ fn generations_follow_jemallocs_counter_to_the_byte() {
     let checked = AtomicU64::new(0);
     let report = Harness::new(cfg)
         .run_observed(&mut store, &ledger, |_| {
+            // A hundred cycles with the stack of every allocation taken: the unwinder inside the
+            // hook must leave the record exact.
+            match checked.load(Ordering::Relaxed) {
+                300 => {
+                    for size in std::iter::once(8).chain((16..1 << 16).step_by(16)).chain((16..40).map(|p| 1u64 << p)) {
+                        g.focus(size);
+                    }
+                }
+                400 => g.unwatch_all(),
+                _ => {}
+            }
             ex.exercise();
             let d = drift(g);
             assert_eq!(
@@ -246,6 +260,9 @@ fn generations_follow_jemallocs_counter_to_the_byte() {
     drop(store);
     assert_eq!(drift(g), start, "after the store and the exerciser's blocks were freed");
     assert!(g.exact(), "the record never missed an allocation");
+    let (taken, kept) = g.stacks_taken();
+    eprintln!("{taken} stacks taken, {kept} distinct");
+    assert!(taken > 100_000, "every allocation's stack for a hundred cycles: {taken}");
     let (allocations, table_bytes) = g.record_size();
     eprintln!("{} checks; record: {allocations} allocations in {table_bytes} bytes", checked.load(Ordering::Relaxed));
     assert_eq!(checked.load(Ordering::Relaxed), 1000);

@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::probe::generations::{self, Generation, Generations, Live, MECHANISM};
+use crate::verdict::retained::{sites, Held};
 use crate::verdict::Retained;
 
 /// What a run's generations hold at its end, for report.json's `generations`.
@@ -29,6 +30,18 @@ pub struct GenerationsReport {
     /// What leakcheck's own bookkeeping held at the end (samples, the ledger's records, verdicts),
     /// never charged to a generation.
     pub bookkeeping: Live,
+    /// Allocating stacks taken (the allocations of watched sizes), in this process so far.
+    #[serde(default)]
+    pub stacks_taken: u64,
+    /// Distinct stacks among them.
+    #[serde(default)]
+    pub stacks_distinct: u32,
+    /// Size classes watched at the end (sizes that cycles after the warm-up left behind).
+    #[serde(default)]
+    pub watched_sizes: u32,
+    /// Of them, those focused on (every allocation's stack): sizes two cycles left behind.
+    #[serde(default)]
+    pub focused_sizes: u32,
 }
 
 /// The most generations report.json lists (a soak's samples are bounded the same way).
@@ -49,31 +62,70 @@ pub(crate) struct RunGenerations {
     /// Another run in this process started generations while this one ran (generations are
     /// process-wide): this run's figures are not its own alone.
     interleaved: bool,
+    /// The first cycle whose leftovers have their sizes watched (stacks taken for later
+    /// allocations of those sizes).
+    watch_from: u64,
+    /// The store's `let_go` panicked: what it keeps across cycles may still be held.
+    let_go_panicked: bool,
 }
+
+/// Stacks per cycle, about, that a watched size class costs: a class more common than this is
+/// sampled (one allocation in `allocations / budget`). A leak of a size that common has some of
+/// its firings stacked, not all: it takes more cycles to recur at its stack (docs/generations.md).
+const STACK_BUDGET: u32 = 256;
 
 impl RunGenerations {
     /// Installs the hooks when `wanted` (once per process) and starts the set-up's generation.
-    pub(crate) fn start(wanted: bool) -> Self {
+    /// Stacks are taken for the sizes that cycles `watch_from..` leave behind.
+    pub(crate) fn start(wanted: bool, watch_from: u64) -> Self {
         let (gens, notice) = match wanted.then(generations::install) {
             None => (None, Some("allocation generations off (--generations off)".to_string())),
             Some(Ok(g)) => (Some(g), None),
             Some(Err(e)) => (None, Some(format!("allocation generations unavailable: {e}"))),
         };
         let setup = gens.map_or(0, Generations::advance);
-        RunGenerations { gens, notice, setup, cycles: 0, interleaved: false }
+        if let Some(g) = gens {
+            g.unwatch_all();
+            g.clear_drained();
+        }
+        RunGenerations { gens, notice, setup, cycles: 0, interleaved: false, watch_from, let_go_panicked: false }
     }
 
-    /// Starts cycle `cycle`'s generation (cycles are numbered from 0, one after another).
+    /// Starts cycle `cycle`'s generation (cycles are numbered from 0, one after another), then
+    /// watches the sizes of what the previous cycle still holds (its leftovers and what the store
+    /// carries to this cycle): stacks for all allocations of a watched class, or, for a class
+    /// too common for that, for about [`STACK_BUDGET`] of them a cycle.
+    ///
+    /// Cycles before `watch_from` (the warm-up) are not read. Most cycles of a correct store hold
+    /// nothing, which a count tells without reading the record.
     pub(crate) fn cycle_begins(&mut self, cycle: u64) {
-        if let Some(g) = self.gens {
-            let generation = g.advance();
-            debug_assert_eq!(
-                u64::from(generation),
-                u64::from(self.setup) + 1 + cycle,
-                "one run's generations at a time"
-            );
-        }
         self.cycles = self.cycles.max(cycle + 1);
+        let Some(g) = self.gens else {
+            return;
+        };
+        let generation = g.advance();
+        if u64::from(generation) != u64::from(self.setup) + 1 + cycle {
+            self.interleaved = true;
+        }
+        g.adapt(STACK_BUDGET);
+        if let Some(previous) = cycle.checked_sub(1).filter(|c| *c >= self.watch_from) {
+            let gen = self.generation(Some(previous));
+            if g.live(gen).allocations > 0 {
+                for s in g.survivors(gen, gen) {
+                    g.watch(s.size);
+                }
+            }
+        }
+    }
+
+    /// Whether this run's allocations are recorded by generation.
+    pub(crate) fn recorded(&self) -> bool {
+        self.gens.is_some() && !self.interleaved
+    }
+
+    /// Notes that the store's `Lifecycle::let_go` panicked.
+    pub(crate) fn let_go_panicked(&mut self) {
+        self.let_go_panicked = true;
     }
 
     /// The generation of `cycle`, or of the set-up for `None`.
@@ -87,7 +139,28 @@ impl RunGenerations {
         let g = self.gens.filter(|_| !self.interleaved)?;
         let to = self.cycles.checked_sub(1 + YOUNG_CYCLES)?;
         let from = from.min(to);
-        Some(Retained::of(from, to, (from..=to).map(|c| (c, g.live(self.generation(Some(c)))))))
+        let mut r = Retained::of(from, to, (from..=to).map(|c| (c, g.live(self.generation(Some(c))))));
+        if r.allocations > 0 {
+            let first = self.generation(Some(from));
+            let held: Vec<Held> = g
+                .survivors(first, self.generation(Some(to)))
+                .into_iter()
+                .map(|s| Held { cycle: u64::from(s.generation - first) + from, size: s.size, stack: s.stack })
+                .collect();
+            let name = |id: u32| {
+                let stack = g.stack(id);
+                let mut frames = crate::probe::symbols::named_frames(&stack, &crate::probe::symbols::resolve);
+                // What called the store (the harness, the test runner, main) is the same for every
+                // stack: cut there.
+                if let Some(at) = frames.iter().position(|f| f.starts_with("leakcheck::harness::")) {
+                    frames.truncate(at);
+                }
+                frames
+            };
+            let drains = |id: u32| g.drains(id);
+            r = generations::bookkeeping(|| r.with_sites(sites(&held, &name, &drains)));
+        }
+        Some(r)
     }
 
     /// What every generation of the run holds now, thinned to at most `max` entries.
@@ -116,10 +189,17 @@ impl RunGenerations {
         GenerationsReport {
             available: true,
             mechanism: Some(MECHANISM.to_string()),
-            notice: None,
+            notice: self.let_go_panicked.then(|| {
+                "the store's Lifecycle::let_go panicked: what it keeps across cycles may be counted as retained"
+                    .to_string()
+            }),
             exact: g.exact(),
             generations,
             bookkeeping: g.runner(),
+            stacks_taken: g.stacks_taken().0 as u64,
+            stacks_distinct: g.stacks_taken().1,
+            watched_sizes: g.watched_classes().0,
+            focused_sizes: g.watched_classes().1,
         }
     }
 }

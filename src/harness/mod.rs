@@ -176,6 +176,14 @@ pub trait Lifecycle {
         StoreInfo::new("store")
     }
 
+    /// Lets go of what the store keeps across cycles (a shared cache, a write-buffer manager, a DB
+    /// kept open, a pool), once, after the last cycle and its sample. What the cycles allocated
+    /// and is still held afterwards is what they leaked (`retained_bytes`): a cache still alive
+    /// holds what many cycles allocated, from one stack, and cannot be told from a leak.
+    /// Default: nothing, for a store that keeps nothing native across cycles. The harness does not
+    /// open the store again in the same run; a store run again makes them anew.
+    fn let_go(&mut self) {}
+
     /// The fault plan `check` and `soak` use when none is given (the runner's `--faults`).
     /// Default: every point of [`Lifecycle::fault_points`] failing with an error in 5% of its
     /// calls, so that the error paths an ordinary open/close test never reaches are run. Rates are
@@ -984,10 +992,19 @@ impl<'a> Run<'a> {
     /// After the last cycle: the last sample and the last look (the one the run stopped at,
     /// judged again as the last, which can only turn growth evidenced below the budget from
     /// inconclusive to clean; else one more).
-    fn finish<L: Lifecycle>(mut self, store: &L, unavailable: Option<String>) -> HarnessReport {
+    fn finish<L: Lifecycle>(mut self, store: &mut L, unavailable: Option<String>) -> HarnessReport {
         let cfg = self.cfg;
         let mut last = with_rocksdb(store, self.probe.settle(cfg.settle, None).sample);
         last.bookkeeping_bytes = self.c.bk.bytes();
+        // The ledger as the run left it (declared-shared handles still listed), then the store lets
+        // go of what it keeps across cycles, and what the cycles still hold after that is theirs.
+        let ledger = self.c.bk.track(|| self.c.ledger.report());
+        if unavailable.is_none() && self.c.gens.recorded() {
+            if catch_unwind(AssertUnwindSafe(|| store.let_go())).is_err() {
+                self.c.gens.let_go_panicked();
+            }
+            self.probe.settle(cfg.settle, None);
+        }
         // What the generations hold once the last cycle settled; everything after is the harness's.
         let warmup = self.judged_cfg.warmup_cycles as u64;
         let (generations, retained) = self.c.bk.track(|| match &unavailable {
@@ -998,13 +1015,14 @@ impl<'a> Run<'a> {
             }
             None => (self.c.gens.report(MAX_GENERATIONS_LISTED), self.c.gens.retained(warmup)),
         });
-        crate::probe::generations::bookkeeping(|| self.judge_last(last, generations, retained, unavailable))
+        crate::probe::generations::bookkeeping(|| self.judge_last(last, ledger, generations, retained, unavailable))
     }
 
     /// The last look and the report, after the last sample.
     fn judge_last(
         mut self,
         last: Sample,
+        ledger: LeakReport,
         generations: GenerationsReport,
         retained: Option<crate::verdict::Retained>,
         unavailable: Option<String>,
@@ -1021,13 +1039,7 @@ impl<'a> Run<'a> {
             verdict.mark_bytes_unavailable(reason);
         }
         if let Some(r) = retained {
-            // Listed after the statistical signals, before the exact ones.
-            let at = verdict
-                .signals
-                .iter()
-                .position(|v| !crate::signal::Signal::STATISTICAL.contains(&v.family()))
-                .unwrap_or(verdict.signals.len());
-            verdict.signals.insert(at, crate::verdict::retained::verdict(r));
+            verdict.add_retained(crate::verdict::retained::verdict(r));
         }
         HarnessReport {
             cycles_run: self.cycles_run,
@@ -1038,7 +1050,7 @@ impl<'a> Run<'a> {
             records: self.records,
             samples: self.samples.into_vec(),
             verdict,
-            ledger: self.c.ledger.report(),
+            ledger,
             stopped: self.stopped,
             first_leak_cycle: self.first_leak_cycle,
             generations,
@@ -1138,7 +1150,7 @@ impl<'a> Cycler<'a> {
             swallowed_total: ledger.swallowed_count(),
             patience: Patience { patient: true },
             release: ReleaseWatch::default(),
-            gens: generations::RunGenerations::start(cfg.generations),
+            gens: generations::RunGenerations::start(cfg.generations, cfg.analysis.warmup_cycles as u64),
         }
     }
 

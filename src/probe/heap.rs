@@ -17,6 +17,7 @@ use std::path::Path;
 
 use tikv_jemalloc_ctl::{Access, AsName};
 
+pub use super::symbols::{named_frames, resolve, Frame};
 use super::{pprof, ProbeError};
 
 /// Defines jemalloc's start-up options (the `malloc_conf` symbol) so that heap profiling is
@@ -171,17 +172,6 @@ pub fn poisson_lower_bound(n: i64, confidence: f64) -> f64 {
     lo
 }
 
-/// One frame of a resolved address: a function, and where it is when debug info says.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Frame {
-    /// The function (demangled), or the address in hex when unknown.
-    pub function: String,
-    /// Its source file, when known.
-    pub file: Option<String>,
-    /// Its line, when known.
-    pub line: Option<u32>,
-}
-
 fn bad(line: usize, problem: impl Into<String>) -> ProbeError {
     ProbeError::HeapProfile { line, problem: problem.into() }
 }
@@ -324,41 +314,6 @@ impl HeapProfile {
     }
 }
 
-/// Resolves a return address in this process to its frames, inlined ones first: Rust and C++
-/// names demangled (Rust's without the hash), file and line where debug info has them, else the
-/// address in hex. Looks up `address - 1`, inside the call instruction (a return address points
-/// after it), as `jeprof` does.
-pub fn resolve(address: u64) -> Vec<Frame> {
-    let mut frames = Vec::new();
-    let inside = address.saturating_sub(1) as usize as *mut std::ffi::c_void;
-    backtrace::resolve(inside, |sym| {
-        frames.push(Frame {
-            function: sym.name().map_or_else(|| format!("{address:#x}"), |n| format!("{n:#}")),
-            file: sym.filename().map(|p| p.display().to_string()),
-            line: sym.lineno(),
-        });
-    });
-    if frames.is_empty() {
-        frames.push(Frame { function: format!("{address:#x}"), ..Frame::default() });
-    }
-    frames
-}
-
-/// A stack's frames, innermost first, named by `resolve`, with the allocator's own frames at the
-/// inner end left out (`function (file:line)` where debug info has them).
-pub fn named_frames(stack: &[u64], resolve: &dyn Fn(u64) -> Vec<Frame>) -> Vec<String> {
-    let frames: Vec<Frame> = stack.iter().flat_map(|a| resolve(*a)).collect();
-    let first =
-        frames.iter().position(|f| !super::stacks::is_allocator(f.function.trim_start_matches('<'))).unwrap_or(0);
-    frames[first..]
-        .iter()
-        .map(|f| match (&f.file, f.line) {
-            (Some(file), Some(line)) => format!("{} ({file}:{line})", f.function),
-            _ => f.function.clone(),
-        })
-        .collect()
-}
-
 /// Folded stacks (`outer;...;inner bytes`, one line per stack, integer bytes), the input of flame
 /// graph tools, from the growth between two profiles.
 pub fn folded(growth: &[StackGrowth], resolve: &dyn Fn(u64) -> Vec<Frame>) -> String {
@@ -486,29 +441,6 @@ MAPPED_LIBRARIES:
 
     fn names(a: u64) -> Vec<Frame> {
         vec![Frame { function: format!("f{a:x}"), file: Some("store.rs".into()), line: Some(a as u32) }]
-    }
-
-    /// The return addresses of the calling stack, innermost first, as jemalloc records them.
-    #[inline(never)]
-    fn a_named_function() -> Vec<u64> {
-        let mut ips = Vec::new();
-        backtrace::trace(|frame| {
-            ips.push(frame.ip() as usize as u64);
-            true
-        });
-        std::hint::black_box(ips)
-    }
-
-    #[test]
-    fn return_addresses_of_this_process_resolve_to_their_functions() {
-        let ips = a_named_function();
-        let names: Vec<String> = ips.iter().flat_map(|a| resolve(*a)).map(|f| f.function).collect();
-        assert!(names.iter().any(|n| n.ends_with("a_named_function")), "{names:?}");
-        assert!(
-            names.iter().any(|n| n.ends_with("return_addresses_of_this_process_resolve_to_their_functions")),
-            "{names:?}"
-        );
-        assert_eq!(resolve(8)[0].function, "0x8", "an unmapped address stays an address");
     }
 
     #[test]

@@ -17,6 +17,7 @@ pub mod process;
 pub mod rocksdb;
 #[doc(hidden)]
 pub mod stacks;
+pub mod symbols;
 
 use crate::Settle;
 use std::io;

@@ -5,9 +5,13 @@
 
 /// Allocator machinery at the inner end of every sampled stack: left out when a stack is named.
 /// (`__rustc::` is the prefix of the global allocator's shims in recent Rust; `irallocx`,
-/// `ixallocx` are jemalloc's reallocation paths.)
-const ALLOCATOR: [&str; 22] = [
+/// `ixallocx` are jemalloc's reallocation paths; `hook_invoke`, the unwinder and
+/// `leakcheck::probe::generations::` are the allocation hooks that take generations' stacks.)
+const ALLOCATOR: [&str; 25] = [
     "prof_",
+    "hook_invoke",
+    "_Unwind_",
+    "leakcheck::probe::generations::",
     "je_",
     "_rjem_",
     "do_rallocx",

@@ -106,15 +106,25 @@ pub(crate) fn signal_cells(e: &crate::SignalVerdict) -> [String; 3] {
         (false, false) => e.verdict.to_string(),
     };
     let (per_cycle, detail) = match (e.kind(), e.estimate) {
-        (_, _) if e.retained.is_some() => {
-            let r = e
-                .retained
-                .as_ref()
-                .map_or_else(Default::default, |r| (r.bytes_per_cycle(), r.bytes, r.generations_holding, r.cycles()));
-            (
-                fmt_num(Some(r.0), e.class()),
-                format!("{} in {}/{} cycles", fmt_num(Some(r.1 as f64), e.class()), r.2, r.3),
-            )
+        (_, Some(est)) if e.retained.is_some() => {
+            let detail = e.retained.as_ref().map_or_else(String::new, |r| {
+                if r.leaks() {
+                    format!(
+                        "{} at {} site{} held from 2+ cycles",
+                        fmt_num(Some(r.recurring_bytes as f64), e.class()),
+                        r.recurring_sites,
+                        if r.recurring_sites == 1 { "" } else { "s" }
+                    )
+                } else {
+                    format!(
+                        "{} kept once, in {}/{} cycles",
+                        fmt_num(Some(r.bytes as f64), e.class()),
+                        r.generations_holding,
+                        r.cycles()
+                    )
+                }
+            });
+            (fmt_num(Some(est.value), e.class()), detail)
         }
         (RuleKind::Exact, _) => ("-".to_string(), format!("residue {}", fmt_num(e.residue.map(|r| r.max), e.class()))),
         (RuleKind::Statistical, Some(est)) => (
@@ -189,11 +199,31 @@ fn signal_notes(out: &mut String, r: &RunReport) {
 /// table and report.html.
 pub(crate) fn notes(r: &RunReport) -> Vec<String> {
     let mut out = Vec::new();
-    if let Some(notice) = r.generations.notice.as_ref().filter(|_| !r.generations.available) {
+    if let Some(notice) = r.generations.notice.as_ref() {
         out.push(notice.clone());
     }
-    if let Some(ret) = r.signal(crate::Signal::RetainedBytes).and_then(|s| s.retained) {
-        out.push(retained_line(&ret));
+    if let Some(ret) = r.signal(crate::Signal::RetainedBytes).and_then(|s| s.retained.as_ref()) {
+        out.push(retained_line(ret));
+        for site in ret.sites.iter().take(5) {
+            let cycles = match site.cycles_holding {
+                1 => format!("cycle {}", site.first_cycle),
+                n => format!("{n} cycles ({}-{})", site.first_cycle, site.last_cycle),
+            };
+            out.push(format!(
+                "  {} {} in {} allocation{} from {cycles}{} {}",
+                match (site.recurs(), site.stacked, site.drains) {
+                    (true, _, _) => "leak:",
+                    (false, true, true) => "turns over:",
+                    (false, true, false) => "once:",
+                    (false, false, _) => "unjudged:",
+                },
+                human_bytes(site.bytes as f64),
+                site.allocations,
+                if site.allocations == 1 { "" } else { "s" },
+                if site.stacked { ", allocated at" } else { ":" },
+                site.function
+            ));
+        }
     }
     if let Some(j) = r.verdict.judged_at_cycles {
         out.push(format!("statistical verdicts as judged after {j} cycles (the last look so far)"));

@@ -31,7 +31,7 @@ pub use analysis::{Analysis, CycleFacts, Look};
 pub(crate) use attribution::{mean_shift, shift_verdict};
 pub use growth::{BudgetFrom, Growth, GrowthRule};
 pub use model::{Estimate, Residue, Retention, Rule, RuleKind, SignalVerdict};
-pub use retained::Retained;
+pub use retained::{Retained, RetainedSite};
 
 use crate::probe::Sample;
 use crate::signal::{Class, Signal, SignalId};
@@ -484,6 +484,25 @@ impl RunVerdict {
     /// The judged (not informational) signals that found a leak.
     pub fn leaking_signals(&self) -> Vec<&SignalId> {
         self.signals.iter().filter(|s| s.verdict == Verdict::Leak && !s.informational).map(|s| &s.signal).collect()
+    }
+
+    /// Adds the `retained_bytes` verdict, after the statistical signals and before the exact ones,
+    /// and lets it decide the run: a site that holds what two or more judged cycles allocated is
+    /// a leak whatever the aggregate byte count says (a leak beside memory given back, or too
+    /// small for the counter's noise).
+    pub(crate) fn add_retained(&mut self, v: SignalVerdict) {
+        let at = self
+            .signals
+            .iter()
+            .position(|s| !crate::signal::Signal::STATISTICAL.contains(&s.family()))
+            .unwrap_or(self.signals.len());
+        if !v.informational {
+            self.verdict = self.verdict.worst(v.verdict);
+            if v.verdict == Verdict::Leak {
+                self.rules_out = None;
+            }
+        }
+        self.signals.insert(at, v);
     }
 
     /// Marks the byte signals unavailable for `reason` (native allocations do not show in

@@ -1,11 +1,11 @@
 //! `retained_bytes`: what the cycles' own allocations still hold at the end of a run, read from
 //! the allocation generations ([`crate::probe::generations`]) — a record, not an estimate.
 //!
-//! The figures are exact. How they decide a run is still being settled (issue 41): residue in
-//! two or more judged cycles is not yet a leak, because one-time initialisations reached late (a
-//! fault path firing for the first time) leave residue in scattered cycles too; recurrence has to
-//! be judged per allocating stack. Until then the row is informational: clean when no judged
-//! cycle holds anything, inconclusive otherwise, and never decides the run.
+//! The figures are exact, and so is the rule: a leak is an allocating site (a call stack) that
+//! holds what two or more judged cycles allocated. Residue in scattered cycles is not enough by
+//! itself: a one-time initialisation reached late (a fault path firing for the first time)
+//! leaves residue in one cycle, from its own site. Recurrence across cycles at one site is what
+//! makes a leak, whether it fires every cycle or once in a hundred.
 
 use serde::{Deserialize, Serialize};
 
@@ -15,7 +15,7 @@ use crate::probe::generations::Live;
 use crate::signal::Signal;
 
 /// What the judged generations still hold at the end of a run.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct Retained {
     /// The first cycle judged (the first after the warm-up).
@@ -39,6 +39,147 @@ pub struct Retained {
     pub first_cycle: Option<u64>,
     /// The last cycle holding anything.
     pub last_cycle: Option<u64>,
+    /// Where what is held was allocated: recurring sites first, then by bytes (at most
+    /// [`MAX_SITES`]).
+    #[serde(default)]
+    pub sites: Vec<RetainedSite>,
+    /// Sites that hold what two or more judged cycles allocated (all of them, listed or not).
+    #[serde(default)]
+    pub recurring_sites: u64,
+    /// Bytes those sites hold.
+    #[serde(default)]
+    pub recurring_bytes: i64,
+}
+
+impl RetainedSite {
+    /// Whether it is a stack that holds what two or more judged cycles allocated and never gave
+    /// back anything that outlived its cycle: a leak. One cycle's is memory kept once (a lazy
+    /// initialisation reached late, a first fault's path); a stack that drains keeps state and
+    /// turns it over.
+    pub fn recurs(&self) -> bool {
+        self.stacked && !self.drains && self.cycles_holding >= 2
+    }
+}
+
+/// The most sites a [`Retained`] lists.
+pub const MAX_SITES: usize = 20;
+
+/// What one allocating site holds of the judged cycles' memory. A site is an allocating call stack;
+/// allocations made before their size was watched have no stack and are grouped by usable size.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct RetainedSite {
+    /// The stack in one line: its innermost frame and the first of the user's own code; for
+    /// allocations without a stack, `no stack: N B blocks allocated before their size was watched`.
+    pub function: String,
+    /// The stack's frames, innermost first, the allocator's and the hooks' left out (empty
+    /// without a stack).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub frames: Vec<String>,
+    /// Whether it is an allocating stack (else allocations of one size made before their size was
+    /// watched).
+    pub stacked: bool,
+    /// Whether the stack gave back, during the run, an allocation that had outlived the cycle
+    /// after its own: it keeps state across cycles and turns it over (a queue's blocks, a cache's
+    /// entries), which a leak never does.
+    #[serde(default)]
+    pub drains: bool,
+    /// Bytes held.
+    pub bytes: i64,
+    /// Allocations held.
+    pub allocations: i64,
+    /// Judged cycles whose allocations it holds.
+    pub cycles_holding: u64,
+    /// The first of them.
+    pub first_cycle: u64,
+    /// The last of them.
+    pub last_cycle: u64,
+}
+
+/// One allocation a judged cycle made and that is still live, for [`sites`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Held {
+    pub cycle: u64,
+    pub size: u64,
+    /// The allocating stack's id, when it was taken.
+    pub stack: Option<u32>,
+}
+
+#[derive(Default)]
+struct Group {
+    bytes: i64,
+    allocations: i64,
+    cycles: std::collections::BTreeSet<u64>,
+}
+
+impl Group {
+    fn add(&mut self, h: &Held) {
+        self.bytes += h.size as i64;
+        self.allocations += 1;
+        self.cycles.insert(h.cycle);
+    }
+}
+
+/// Groups what judged cycles still hold by allocating stack, names each stack with `name` (its
+/// frames, innermost first), and puts the recurring sites first, then the most bytes.
+///
+/// A stack that drains (`drains`: it gave back an allocation that had outlived the cycle after its
+/// own) keeps state across cycles, a queue or a cache, and is listed, not judged.
+///
+/// Allocations made before their size was watched have no stack; they are grouped by usable
+/// size, listed, and never decide: two one-time initialisations of one size class in two cycles
+/// are not one site, and without the stacks nothing tells them from a leak. A leak's later
+/// firings, after the runner watches its size, carry its stack.
+pub(crate) fn sites(
+    held: &[Held],
+    name: &dyn Fn(u32) -> Vec<String>,
+    drains: &dyn Fn(u32) -> bool,
+) -> Vec<RetainedSite> {
+    use std::collections::BTreeMap;
+    let mut stacked: BTreeMap<u32, Group> = BTreeMap::new();
+    let mut by_size: BTreeMap<u64, Group> = BTreeMap::new();
+    for h in held {
+        match h.stack {
+            Some(id) => stacked.entry(id).or_default().add(h),
+            None => by_size.entry(h.size).or_default().add(h),
+        }
+    }
+    let site = |function: String, frames: Vec<String>, stacked: bool, drains: bool, g: Group| RetainedSite {
+        function,
+        frames,
+        stacked,
+        drains,
+        bytes: g.bytes,
+        allocations: g.allocations,
+        cycles_holding: g.cycles.len() as u64,
+        first_cycle: g.cycles.first().copied().unwrap_or(0),
+        last_cycle: g.cycles.last().copied().unwrap_or(0),
+    };
+    let mut out: Vec<RetainedSite> = stacked
+        .into_iter()
+        .map(|(id, g)| {
+            let frames = name(id);
+            let function = if frames.is_empty() {
+                format!("stack {id} (not kept: the stacks' table was full)")
+            } else {
+                crate::probe::stacks::headline(&frames, 60)
+            };
+            site(function, frames, true, drains(id), g)
+        })
+        .chain(by_size.into_iter().map(|(size, g)| {
+            site(
+                format!("no stack: {size} B blocks allocated before their size was watched"),
+                Vec::new(),
+                false,
+                false,
+                g,
+            )
+        }))
+        .collect();
+    out.sort_by(|a, b| {
+        b.recurs().cmp(&a.recurs()).then_with(|| b.bytes.cmp(&a.bytes)).then_with(|| a.function.cmp(&b.function))
+    });
+    out
 }
 
 impl Retained {
@@ -69,7 +210,25 @@ impl Retained {
             max_bytes: sizes.last().copied().unwrap_or(0),
             first_cycle: holding.first().map(|&(c, _)| c),
             last_cycle: holding.last().map(|&(c, _)| c),
+            sites: Vec::new(),
+            recurring_sites: 0,
+            recurring_bytes: 0,
         }
+    }
+
+    /// Sets the sites (from [`sites`]): counts the recurring ones, keeps [`MAX_SITES`].
+    pub(crate) fn with_sites(mut self, mut all: Vec<RetainedSite>) -> Retained {
+        let recurring = all.iter().filter(|s| s.recurs());
+        self.recurring_sites = recurring.clone().count() as u64;
+        self.recurring_bytes = recurring.map(|s| s.bytes).sum();
+        all.truncate(MAX_SITES);
+        self.sites = all;
+        self
+    }
+
+    /// Whether a site holds what two or more judged cycles allocated.
+    pub fn leaks(&self) -> bool {
+        self.recurring_sites > 0
     }
 
     /// Cycles judged.
@@ -83,17 +242,19 @@ impl Retained {
     }
 }
 
-/// The `retained_bytes` row, informational for now (see the module docs): clean when no judged
-/// cycle holds anything, else inconclusive (held, not yet judged).
+/// The `retained_bytes` row: a leak when an allocating site holds what two or more judged cycles
+/// allocated (the estimate is those sites' bytes per judged cycle), else clean (what single
+/// cycles keep is listed, not judged).
 pub(crate) fn verdict(r: Retained) -> SignalVerdict {
     let mut v = SignalVerdict::undecided(Signal::RetainedBytes.into(), Rule::Exact { expected: 0.0 });
-    v.verdict = if r.generations_holding == 0 { Verdict::Clean } else { Verdict::Inconclusive };
+    v.verdict = if r.leaks() { Verdict::Leak } else { Verdict::Clean };
     v.cycles = r.cycles() as usize;
-    let per_cycle = r.bytes_per_cycle();
+    let per_cycle = r.recurring_bytes as f64 / r.cycles().max(1) as f64;
     v.estimate = Some(Estimate::new(per_cycle, per_cycle, per_cycle));
-    v.residue = Some(Residue { max: r.max_bytes as f64, first_cycle: r.first_cycle.map(|c| c as usize) });
+    let largest = r.sites.iter().filter(|s| s.recurs()).map(|s| s.bytes).max().unwrap_or(0);
+    let first = r.sites.iter().filter(|s| s.recurs()).map(|s| s.first_cycle).min();
+    v.residue = Some(Residue { max: largest as f64, first_cycle: first.map(|c| c as usize) });
     v.retained = Some(r);
-    v.informational = true;
     v
 }
 
@@ -120,10 +281,69 @@ mod tests {
         assert_eq!((r.bytes, r.allocations, r.generations_holding), (6072, 3, 3));
         assert_eq!((r.min_bytes, r.median_bytes, r.max_bytes), (1024, 2048, 3000));
         assert_eq!((r.first_cycle, r.last_cycle, r.cycles()), (Some(20), Some(40), 79));
-        let v = verdict(r);
-        assert_eq!((v.verdict, v.informational), (Verdict::Inconclusive, true));
         let none = Retained::of(20, 98, [(0, live(14_000)), (99, live(500))]);
         assert_eq!((none.bytes, none.generations_holding, none.first_cycle), (0, 0, None));
         assert_eq!(verdict(none).verdict, Verdict::Clean);
+    }
+
+    fn held(cycle: u64, size: u64, stack: Option<u32>) -> Held {
+        Held { cycle, size, stack }
+    }
+
+    fn name(id: u32) -> Vec<String> {
+        vec![format!("store::site_{id} (src/store.rs:{id})")]
+    }
+
+    fn no_drain(_: u32) -> bool {
+        false
+    }
+
+    #[test]
+    fn a_site_holding_two_cycles_is_a_leak_and_one_cycle_each_is_not() {
+        // Three one-time residues, each from its own stack, in three cycles: clean, each listed.
+        let once = [held(37, 32, Some(1)), held(45, 64, Some(2)), held(54, 1152, Some(3))];
+        let r = Retained::of(20, 198, [(37, live(32)), (45, live(64)), (54, live(1152))])
+            .with_sites(sites(&once, &name, &no_drain));
+        assert_eq!((r.sites.len(), r.recurring_sites), (3, 0));
+        assert_eq!(r.sites[0].function, "store::site_3 (src/store.rs:3)");
+        assert_eq!(verdict(r).verdict, Verdict::Clean);
+        // One stack in two cycles a hundred apart: a leak, even at 8 B.
+        let rare = [held(60, 8, Some(7)), held(160, 8, Some(7)), held(37, 4096, Some(1))];
+        let r = Retained::of(20, 198, [(37, live(4096)), (60, live(8)), (160, live(8))])
+            .with_sites(sites(&rare, &name, &no_drain));
+        assert_eq!((r.recurring_sites, r.recurring_bytes), (1, 16));
+        let top = &r.sites[0];
+        assert_eq!((top.cycles_holding, top.first_cycle, top.last_cycle), (2, 60, 160));
+        let v = verdict(r);
+        assert_eq!(v.verdict, Verdict::Leak);
+        assert!(!v.informational);
+        assert_eq!(v.estimate.map(|e| e.value), Some(16.0 / 179.0));
+    }
+
+    #[test]
+    fn allocations_before_the_watch_are_listed_by_size_and_never_decide() {
+        // A leak's first two firings came before its size was watched; its later ones decide.
+        let leak = [held(20, 48, None), held(21, 48, None), held(22, 48, Some(9)), held(23, 48, Some(9))];
+        let s = sites(&leak, &name, &no_drain);
+        assert_eq!(s.len(), 2);
+        assert!(s[0].recurs() && s[0].stacked && s[0].cycles_holding == 2);
+        assert_eq!(s[1].function, "no stack: 48 B blocks allocated before their size was watched");
+        assert!(!s[1].recurs(), "sizes without stacks never decide");
+        // Two one-time residues of one size, one before the watch and one after: not one site.
+        let once = sites(&[held(37, 32, None), held(54, 32, Some(4))], &name, &no_drain);
+        assert!(once.iter().all(|s| !s.recurs()));
+    }
+
+    #[test]
+    fn a_stack_that_gives_back_old_blocks_keeps_state_and_is_not_judged() {
+        // A queue's two live blocks from one stack, allocated in two cycles: the stack has given
+        // back older blocks during the run, so what it holds is its state.
+        let queue = [held(120, 512, Some(3)), held(150, 512, Some(3))];
+        let s = sites(&queue, &name, &|id| id == 3);
+        assert!(s[0].drains && !s[0].recurs());
+        let r = Retained::of(20, 198, [(120, live(512)), (150, live(512))]).with_sites(s);
+        assert_eq!(verdict(r).verdict, Verdict::Clean);
+        // The same blocks from a stack that never gave anything back: a leak.
+        assert!(sites(&queue, &name, &no_drain)[0].recurs());
     }
 }

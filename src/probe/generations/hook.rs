@@ -9,10 +9,13 @@
 //! the cost (docs/generations.md has the figures).
 //!
 //! What each hook does, in this order, with no allocation and one shard lock at a time:
-//! - alloc: usable size (`malloc_usable_size`, a radix-tree lookup), record (address -> size,
-//!   generation), add to the generation's counts;
-//! - dalloc: remove the record, subtract from the generation that made it; an address never
-//!   recorded (allocated before the hooks) is subtracted from [`BEFORE`] by its usable size;
+//! - alloc: usable size (`malloc_usable_size`, a radix-tree lookup); when that size is watched
+//!   and the allocation is a cycle's, its stack (`capture`, before any lock); record (address ->
+//!   size, generation, stacked), add to the generation's counts;
+//! - dalloc: remove the record, subtract from the generation that made it (and, for a block whose
+//!   stack was taken and that outlived the cycle after its own, note that its stack drains); an
+//!   address never recorded (allocated before the hooks) is subtracted from [`BEFORE`] by its
+//!   usable size;
 //! - expand (a realloc that stayed in place, growing or shrinking): treated like a realloc that
 //!   moved, which jemalloc reports as an alloc of the new block and a dalloc of the old: the
 //!   old size leaves its generation and the new size is charged to the current one. In place or
@@ -21,7 +24,8 @@
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicI64, AtomicPtr, AtomicU32, Ordering};
 
-use super::table::{Entry, TABLE};
+use super::capture;
+use super::table::{Entry, STACK_OF, TABLE};
 
 /// Allocations that existed before the hooks were installed (counted, not recorded: their
 /// count starts at what jemalloc reported then and only goes down).
@@ -81,10 +85,19 @@ fn usable_size(p: *mut c_void) -> u64 {
 
 fn record(p: *mut c_void, size: u64) {
     let generation = charged_to();
-    match TABLE.insert(p as usize, Entry { size, generation }) {
+    let stack = if generation >= FIRST && capture::watched(size) { capture::capture() } else { 0 };
+    let key = p as usize;
+    let stacked = stack != 0 && STACK_OF.insert(key, u64::from(stack)).is_ok();
+    match TABLE.insert(key, Entry { size, generation, stacked }.pack()) {
         Ok(None) => {}
         // An address already recorded: its free was never seen. Its old entry is gone now.
-        Ok(Some(old)) => add(old.generation, -(old.size as i64), -1),
+        Ok(Some(old)) => {
+            let old = Entry::unpack(old);
+            if old.stacked && !stacked {
+                STACK_OF.remove(key);
+            }
+            add(old.generation, -(old.size as i64), -1);
+        }
         // The table could not grow: the record is marked broken and stops being exact.
         Err(()) => return,
     }
@@ -92,8 +105,20 @@ fn record(p: *mut c_void, size: u64) {
 }
 
 fn forget(p: *mut c_void, size_if_unknown: impl FnOnce() -> u64) {
-    match TABLE.remove(p as usize) {
-        Some(old) => add(old.generation, -(old.size as i64), -1),
+    match TABLE.remove(p as usize).map(Entry::unpack) {
+        Some(old) => {
+            if old.stacked {
+                let stack = STACK_OF.remove(p as usize);
+                // A block that outlived the cycle after its own, given back: its stack keeps
+                // state across cycles and lets it go (a queue, a cache), which a leak never does.
+                if old.generation + 1 < CURRENT.load(Ordering::Relaxed) {
+                    if let Some(id) = stack {
+                        capture::mark_drained(id as u32);
+                    }
+                }
+            }
+            add(old.generation, -(old.size as i64), -1)
+        }
         None => add(BEFORE, -(size_if_unknown() as i64), -1),
     }
 }

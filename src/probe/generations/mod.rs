@@ -17,6 +17,8 @@
 //! Generations are process-wide, like the heap: one run at a time per process.
 
 #[allow(unsafe_code)]
+mod capture;
+#[allow(unsafe_code)]
 mod hook;
 #[allow(unsafe_code)]
 mod table;
@@ -46,6 +48,27 @@ impl std::ops::AddAssign for Live {
         self.allocations += o.allocations;
     }
 }
+
+/// An allocating call stack taken by the hooks (see [`Generations::watch`]).
+pub type StackId = u32;
+
+/// One live allocation, as [`Generations::survivors`] lists it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Survivor {
+    /// jemalloc's usable size, in bytes.
+    pub size: u64,
+    /// The generation that made it.
+    pub generation: Generation,
+    /// Its allocating stack, when its size was watched when it was made ([`Generations::stack`]
+    /// names it; [`OVERFLOW_STACK`] when the stacks' table was full).
+    pub stack: Option<StackId>,
+}
+
+/// The stack of allocations whose stack was taken once the stacks' table was full
+/// ([`MAX_STACKS`] distinct stacks).
+pub const OVERFLOW_STACK: StackId = capture::OVERFLOW;
+/// Distinct allocating stacks a process keeps.
+pub const MAX_STACKS: u32 = capture::MAX_STACKS;
 
 /// Why generations are not available in this process.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -157,6 +180,86 @@ impl Generations {
     /// Allocations recorded now, and the bytes of address space their record occupies.
     pub fn record_size(&self) -> (usize, u64) {
         (table::TABLE.len(), table::TABLE.mapped_bytes())
+    }
+
+    /// Every allocation that generations `from..=to` made and that is still live. Reads the
+    /// whole record (a cost of the live allocations, not of the run's length); what this call
+    /// allocates is bookkeeping.
+    pub fn survivors(&self, from: Generation, to: Generation) -> Vec<Survivor> {
+        bookkeeping(|| {
+            let keep = |v: u64| (from..=to).contains(&table::Entry::unpack(v).generation);
+            let mut found = Vec::new();
+            // Other threads may allocate while the shards are read: room for them, and again
+            // with more room in the rare case the first reservation was not enough.
+            for slack in [1024usize, 1 << 16, 1 << 20, 1 << 24] {
+                found = Vec::with_capacity(table::TABLE.len() + slack);
+                if table::TABLE.scan(keep, &mut found) {
+                    break;
+                }
+            }
+            found
+                .into_iter()
+                .map(|(address, value)| {
+                    let e = table::Entry::unpack(value);
+                    let stack = if e.stacked { table::STACK_OF.get(address).map(|s| s as StackId) } else { None };
+                    Survivor { size: e.size, generation: e.generation, stack }
+                })
+                .collect()
+        })
+    }
+
+    /// Takes the allocating stack of later allocations by a cycle (not by the bookkeeping) whose
+    /// usable size is in `size`'s class (the size itself below 64 KiB at jemalloc's 16-byte
+    /// quantum, its power of two above): all of them until [`Generations::adapt`] samples a
+    /// common class. An unwind costs microseconds: watch the sizes that stayed, not every size.
+    pub fn watch(&self, size: u64) {
+        capture::watch(size);
+    }
+
+    /// Stops taking stacks.
+    pub fn unwatch_all(&self) {
+        capture::unwatch_all();
+    }
+
+    /// Whether stack `id` gave back an allocation that had outlived the cycle after the one that
+    /// made it, since [`Generations::clear_drained`]: it keeps state across cycles and lets it
+    /// go (a queue's blocks, a cache's entries), which a leak never does.
+    pub fn drains(&self, id: StackId) -> bool {
+        capture::drained(id)
+    }
+
+    /// Forgets which stacks drained (at the start of a run).
+    pub fn clear_drained(&self) {
+        capture::clear_drained();
+    }
+
+    /// Takes the stack of every later allocation of `size`'s class, however common (see
+    /// [`Generations::watch`], which samples a common class).
+    pub fn focus(&self, size: u64) {
+        capture::focus(size);
+    }
+
+    /// Sets each watched class's sampling from its allocations since the last call: a class not
+    /// focused on costs about `budget` stacks until the next call (every allocation of a rare
+    /// size, one in `allocations / budget` of a common one). The runner calls it once a cycle.
+    pub fn adapt(&self, budget: u32) {
+        capture::adapt(budget);
+    }
+
+    /// Size classes watched now, and of them those focused on.
+    pub fn watched_classes(&self) -> (u32, u32) {
+        capture::watched_classes()
+    }
+
+    /// The return addresses of an allocating stack, innermost first (the hooks' and the
+    /// allocator's frames included; [`crate::probe::symbols::named_frames`] leaves them out).
+    pub fn stack(&self, id: StackId) -> Vec<u64> {
+        bookkeeping(|| capture::frames(id).into_iter().map(|a| a as u64).collect())
+    }
+
+    /// Stacks taken so far, and distinct stacks kept.
+    pub fn stacks_taken(&self) -> (usize, u32) {
+        capture::counts()
     }
 }
 

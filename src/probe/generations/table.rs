@@ -1,5 +1,6 @@
-//! The record of every live allocation: address -> (usable size, generation), kept in memory
-//! that comes from `mmap`, never from `malloc`.
+//! The record of every live allocation: address -> (usable size, generation, whether its stack
+//! was taken), kept in memory that comes from `mmap`, never from `malloc`; and, in a second table
+//! of the same kind, address -> stack for the few allocations whose stack was taken.
 //!
 //! Why it looks like this (a deadlock or a crash in `malloc` is the worst bug a test tool can
 //! have, so every choice here is about what the allocation hooks may do):
@@ -30,13 +31,16 @@ const SHARDS: usize = 1 << SHARD_BITS;
 /// Slots a shard starts with (and never shrinks below): 16 KiB of address space each.
 const MIN_SLOTS_LOG2: u32 = 10;
 
-/// A generation number is the low 24 bits of a slot's value, the usable size the high 40.
+/// A generation number is the low 24 bits of a slot's value, then one bit says whether the
+/// allocation's stack was taken, and the usable size is the high 39.
 pub(crate) const GENERATION_BITS: u32 = 24;
 /// The largest generation a slot can hold.
 pub(crate) const MAX_GENERATION: u32 = (1 << GENERATION_BITS) - 1;
-/// The largest size a slot can hold exactly (1 TiB); larger ones are clamped (none exist on a
+const STACKED_BIT: u64 = 1 << GENERATION_BITS;
+const SIZE_SHIFT: u32 = GENERATION_BITS + 1;
+/// The largest size a slot can hold exactly (512 GiB); larger ones are clamped (none exist on a
 /// machine this tool runs on).
-const MAX_SIZE: u64 = (1 << (64 - GENERATION_BITS)) - 1;
+const MAX_SIZE: u64 = (1 << (64 - SIZE_SHIFT)) - 1;
 
 /// One live allocation. `key == 0` marks an empty slot (no allocation lives at address 0).
 #[derive(Clone, Copy)]
@@ -53,15 +57,23 @@ pub(crate) struct Entry {
     pub size: u64,
     /// The generation that made it.
     pub generation: u32,
+    /// Whether its allocating stack was taken (it is then in [`STACK_OF`]).
+    pub stacked: bool,
 }
 
 impl Entry {
-    fn pack(self) -> u64 {
-        (self.size.min(MAX_SIZE) << GENERATION_BITS) | u64::from(self.generation.min(MAX_GENERATION))
+    pub(crate) fn pack(self) -> u64 {
+        (self.size.min(MAX_SIZE) << SIZE_SHIFT)
+            | if self.stacked { STACKED_BIT } else { 0 }
+            | u64::from(self.generation.min(MAX_GENERATION))
     }
 
-    fn unpack(value: u64) -> Entry {
-        Entry { size: value >> GENERATION_BITS, generation: (value & u64::from(MAX_GENERATION)) as u32 }
+    pub(crate) fn unpack(value: u64) -> Entry {
+        Entry {
+            size: value >> SIZE_SHIFT,
+            generation: (value & u64::from(MAX_GENERATION)) as u32,
+            stacked: value & STACKED_BIT != 0,
+        }
     }
 }
 
@@ -97,8 +109,10 @@ const EMPTY_SHARD: Shard = Shard {
     inner: UnsafeCell::new(Inner { slots: std::ptr::null_mut(), log2: 0, len: 0 }),
 };
 
-pub(crate) static TABLE: Table =
-    Table { shards: [EMPTY_SHARD; SHARDS], broken: AtomicBool::new(false), mapped_bytes: AtomicU64::new(0) };
+/// Every live allocation: address -> [`Entry::pack`].
+pub(crate) static TABLE: Table = Table::new();
+/// The allocations whose stack was taken: address -> stack id (see `capture`).
+pub(crate) static STACK_OF: Table = Table::new();
 
 /// Fibonacci hashing of the address without its low 4 bits (jemalloc aligns every allocation to
 /// at least 16 bytes on x86-64 and aarch64, so they carry no information).
@@ -258,15 +272,20 @@ pub(crate) fn map_zeroed(bytes: usize) -> Result<*mut libc::c_void, i32> {
 }
 
 impl Table {
-    /// Records a new allocation. Returns the entry it replaced when `key` was already present
+    #[allow(clippy::declare_interior_mutable_const)] // copied into each static's initialiser
+    const fn new() -> Table {
+        Table { shards: [EMPTY_SHARD; SHARDS], broken: AtomicBool::new(false), mapped_bytes: AtomicU64::new(0) }
+    }
+
+    /// Records `value` for `key`. Returns the value it replaced when `key` was already present
     /// (a free the hooks never saw), so the caller can correct its counts; `Err` when the table
     /// could not grow (it is then marked broken).
-    pub(crate) fn insert(&self, key: usize, entry: Entry) -> Result<Option<Entry>, ()> {
+    pub(crate) fn insert(&self, key: usize, value: u64) -> Result<Option<u64>, ()> {
         let h = hash(key);
         self.shards[shard_of(h)].with(|t| {
             if let Some(i) = t.find(key, h) {
-                let old = Entry::unpack(t.get(i).value);
-                t.set(i, Slot { key, value: entry.pack() });
+                let old = t.get(i).value;
+                t.set(i, Slot { key, value });
                 return Ok(Some(old));
             }
             let needs = if t.slots.is_null() { Some(MIN_SLOTS_LOG2) } else { None }
@@ -277,21 +296,53 @@ impl Table {
                     return Err(());
                 }
             }
-            t.place(key, entry.pack());
+            t.place(key, value);
             t.len += 1;
             Ok(None)
         })
     }
 
-    /// Forgets an allocation; returns what was recorded of it, if anything.
-    pub(crate) fn remove(&self, key: usize) -> Option<Entry> {
+    /// Forgets `key`; returns what was recorded for it, if anything.
+    pub(crate) fn remove(&self, key: usize) -> Option<u64> {
         let h = hash(key);
         self.shards[shard_of(h)].with(|t| {
             let i = t.find(key, h)?;
-            let old = Entry::unpack(t.get(i).value);
+            let old = t.get(i).value;
             t.remove_at(i);
             Some(old)
         })
+    }
+
+    /// What is recorded for `key`.
+    pub(crate) fn get(&self, key: usize) -> Option<u64> {
+        let h = hash(key);
+        self.shards[shard_of(h)].with(|t| t.find(key, h).map(|i| t.get(i).value))
+    }
+
+    /// Appends to `out` every `(key, value)` whose value `keep` accepts, one shard at a time under
+    /// its lock, without allocating: it stops at `out`'s capacity and returns false when entries
+    /// were left out (the caller reserves room first: [`Table::len`] plus what may be added
+    /// meanwhile). `keep` must not allocate either.
+    pub(crate) fn scan(&self, keep: impl Fn(u64) -> bool, out: &mut Vec<(usize, u64)>) -> bool {
+        let mut complete = true;
+        for shard in &self.shards {
+            shard.with(|t| {
+                if t.slots.is_null() {
+                    return;
+                }
+                for i in 0..=t.mask() {
+                    let slot = t.get(i);
+                    if slot.key != 0 && keep(slot.value) {
+                        if out.len() == out.capacity() {
+                            complete = false;
+                            return;
+                        }
+                        out.push((slot.key, slot.value));
+                    }
+                }
+            });
+        }
+        complete
     }
 
     /// Whether `key` is recorded.
@@ -337,9 +388,13 @@ impl Table {
 
 extern "C" fn before_fork() {
     TABLE.lock_all();
+    STACK_OF.lock_all();
+    super::capture::lock_for_fork();
 }
 
 extern "C" fn after_fork() {
+    super::capture::unlock_after_fork();
+    STACK_OF.unlock_all();
     TABLE.unlock_all();
 }
 
@@ -347,7 +402,7 @@ extern "C" fn after_fork() {
 pub(crate) fn guard_fork() {
     static DONE: std::sync::Once = std::sync::Once::new();
     DONE.call_once(|| {
-        // SAFETY: the handlers are plain functions that only touch the static table's atomics.
+        // SAFETY: the handlers are plain functions that only touch the static tables' atomics.
         unsafe { libc::pthread_atfork(Some(before_fork), Some(after_fork), Some(after_fork)) };
     });
 }
@@ -358,19 +413,21 @@ mod tests {
 
     /// A private table for a test (the static one is the process's).
     fn table() -> &'static Table {
-        Box::leak(Box::new(Table {
-            shards: [EMPTY_SHARD; SHARDS],
-            broken: AtomicBool::new(false),
-            mapped_bytes: AtomicU64::new(0),
-        }))
+        Box::leak(Box::new(Table::new()))
+    }
+
+    fn entry(size: u64, generation: u32) -> u64 {
+        Entry { size, generation, stacked: false }.pack()
     }
 
     #[test]
-    fn entries_pack_size_and_generation() {
-        let e = Entry { size: 12_345_678, generation: 4_000_000 };
+    fn entries_pack_size_generation_and_stacked() {
+        let e = Entry { size: 12_345_678, generation: 4_000_000, stacked: true };
         assert_eq!(Entry::unpack(e.pack()), e);
-        let huge = Entry { size: u64::MAX, generation: u32::MAX };
-        assert_eq!(Entry::unpack(huge.pack()), Entry { size: MAX_SIZE, generation: MAX_GENERATION });
+        let f = Entry { size: 1 << 38, generation: 0, stacked: false };
+        assert_eq!(Entry::unpack(f.pack()), f);
+        let huge = Entry { size: u64::MAX, generation: u32::MAX, stacked: false };
+        assert_eq!(Entry::unpack(huge.pack()), Entry { size: MAX_SIZE, generation: MAX_GENERATION, stacked: false });
     }
 
     #[test]
@@ -378,16 +435,22 @@ mod tests {
         let t = table();
         let keys: Vec<usize> = (1..=200_000usize).map(|i| i * 48).collect();
         for (n, &k) in keys.iter().enumerate() {
-            assert_eq!(t.insert(k, Entry { size: n as u64, generation: 3 }), Ok(None));
+            assert_eq!(t.insert(k, entry(n as u64, 3)), Ok(None));
         }
         assert_eq!(t.len(), keys.len());
         // At most 43 bytes of slots per live entry at the peak, above the shards' minimum.
         assert!(t.mapped_bytes() <= 43 * keys.len() as u64 + (SHARDS << MIN_SLOTS_LOG2) as u64 * 16);
         assert!(t.contains(keys[7]) && !t.contains(1));
-        assert_eq!(t.insert(keys[8], Entry { size: 5, generation: 5 }), Ok(Some(Entry { size: 8, generation: 3 })));
+        assert_eq!(t.insert(keys[8], entry(5, 5)), Ok(Some(entry(8, 3))));
+        let mut young = Vec::with_capacity(t.len());
+        assert!(t.scan(|v| Entry::unpack(v).generation == 5, &mut young));
+        assert_eq!(young, vec![(keys[8], entry(5, 5))]);
+        let mut short = Vec::with_capacity(10);
+        assert!(!t.scan(|_| true, &mut short), "a scan stops at the capacity it was given");
+        assert_eq!(short.len(), 10);
         for (n, &k) in keys.iter().enumerate().skip(1000) {
             let expected = if n == 8 { 5 } else { n as u64 };
-            assert_eq!(t.remove(k).map(|e| e.size), Some(expected), "key {k}");
+            assert_eq!(t.remove(k).map(|v| Entry::unpack(v).size), Some(expected), "key {k}");
             assert_eq!(t.remove(k), None);
         }
         assert_eq!(t.len(), 1000);
@@ -395,7 +458,7 @@ mod tests {
         // Kept at its peak (no shrinking), and reused by the next wave without growing.
         let peak = t.mapped_bytes();
         for &k in &keys[1000..] {
-            t.insert(k, Entry { size: 1, generation: 4 }).unwrap();
+            t.insert(k, entry(1, 4)).unwrap();
         }
         assert_eq!(t.mapped_bytes(), peak);
         assert_eq!(t.len(), keys.len());
@@ -412,10 +475,10 @@ mod tests {
                         let keys: Vec<usize> =
                             (0..5_000).map(|i| ((i * 4 + thread) + 1) * 16 + round * 1_000_000).collect();
                         for &k in &keys {
-                            t.insert(k, Entry { size: 16, generation: thread as u32 }).unwrap();
+                            t.insert(k, entry(16, thread as u32)).unwrap();
                         }
                         for &k in &keys {
-                            assert_eq!(t.remove(k), Some(Entry { size: 16, generation: thread as u32 }));
+                            assert_eq!(t.remove(k), Some(entry(16, thread as u32)));
                         }
                     }
                 });

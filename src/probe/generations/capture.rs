@@ -1,0 +1,373 @@
+//! Allocating call stacks, taken inside the allocation hook for the sizes being watched, and kept
+//! once each (interned) in memory from `mmap`.
+//!
+//! A stack for every allocation is heaptrack's cost: the reference store makes ~170,000
+//! allocations per cycle, and an unwind of 32 frames costs microseconds. What stays is rarer:
+//! the runner watches the usable sizes that cycles left behind ([`watch`]), and only allocations
+//! of those sizes have their stack taken. A size is a jemalloc size class, so a watched size also
+//! catches its neighbours in the class: the stacks then tell them apart. A watched class so
+//! common that every stack would cost too much is sampled ([`adapt`]: about a budget of stacks
+//! per cycle), unless the runner focuses on it ([`focus`]: a size left behind again and again).
+//!
+//! The unwinder is libgcc's `_Unwind_Backtrace` (the one Rust's panics use, linked in every
+//! Rust program on Linux). With glibc >= 2.35 it finds each frame's unwind table through
+//! `_dl_find_object`, without locks or allocation; it runs before the hook takes any lock of the
+//! record, so a thread in the loader holding its lock while it allocates never waits on us.
+//!
+//! Interning: a stack's frames are hashed; an open-addressing index of 2^17 slots holds the ids
+//! of up to [`MAX_STACKS`] stacks, whose frames are stored one after another (memory grows with
+//! the stacks seen, not with the index). One spin lock: stacks are taken rarely. A full table
+//! hands out [`OVERFLOW`] ("a stack not kept").
+
+use std::cell::UnsafeCell;
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+
+/// Frames kept per stack, innermost first (the hook's and jemalloc's own frames included: they
+/// are left out when the stack is named).
+pub(crate) const MAX_FRAMES: usize = 32;
+/// Distinct stacks kept; later ones share [`OVERFLOW`].
+pub(crate) const MAX_STACKS: u32 = 1 << 16;
+/// The id of every stack that did not fit.
+pub(crate) const OVERFLOW: u32 = MAX_STACKS + 1;
+const INDEX_SLOTS: usize = 1 << 17;
+
+/// Usable sizes below this are watched one by one (at jemalloc's 16-byte quantum); larger ones by
+/// their power of two.
+const FINE_LIMIT: u64 = 64 << 10;
+const FINE_CLASSES: usize = (FINE_LIMIT / 16) as usize;
+const CLASSES: usize = FINE_CLASSES + 64;
+
+/// Per watch class: 0 not watched; 1 every allocation's stack taken; `k` one in about `k` (a
+/// class so common that every stack would cost too much: see [`adapt`]). A focused class stays
+/// at 1.
+static PERIOD: [AtomicU32; CLASSES] = [const { AtomicU32::new(0) }; CLASSES];
+/// Allocations of each watched class since the last [`adapt`].
+static SEEN: [AtomicU32; CLASSES] = [const { AtomicU32::new(0) }; CLASSES];
+/// Classes focused on: every allocation's stack, whatever it costs.
+static FOCUSED: [AtomicU64; CLASSES / 64] = [const { AtomicU64::new(0) }; CLASSES / 64];
+/// Whether any class is watched (the hook's fast path).
+static WATCHING: AtomicBool = AtomicBool::new(false);
+
+fn class(size: u64) -> usize {
+    if size < FINE_LIMIT {
+        (size / 16) as usize
+    } else {
+        FINE_CLASSES + (63 - size.leading_zeros() as usize)
+    }
+}
+
+/// Takes the stacks of later allocations of `size`'s watch class (all of them until [`adapt`]
+/// says the class is too common).
+pub(crate) fn watch(size: u64) {
+    let c = class(size);
+    let _ = PERIOD[c].compare_exchange(0, 1, Ordering::Relaxed, Ordering::Relaxed);
+    WATCHING.store(true, Ordering::Release);
+}
+
+/// Takes the stack of every later allocation of `size`'s class, however common.
+pub(crate) fn focus(size: u64) {
+    let c = class(size);
+    FOCUSED[c / 64].fetch_or(1 << (c % 64), Ordering::Relaxed);
+    PERIOD[c].store(1, Ordering::Relaxed);
+    WATCHING.store(true, Ordering::Release);
+}
+
+fn focused(c: usize) -> bool {
+    FOCUSED[c / 64].load(Ordering::Relaxed) & (1 << (c % 64)) != 0
+}
+
+/// Sets each watched class's sampling period from its allocations since the last call, so that a
+/// class not focused on costs about `budget` stacks per call (a cycle): every allocation of a
+/// rare size, one in `seen / budget` of a common one.
+pub(crate) fn adapt(budget: u32) {
+    for c in 0..CLASSES {
+        let period = PERIOD[c].load(Ordering::Relaxed);
+        let seen = SEEN[c].swap(0, Ordering::Relaxed);
+        if period == 0 || focused(c) {
+            continue;
+        }
+        PERIOD[c].store(seen.div_ceil(budget.max(1)).max(1), Ordering::Relaxed);
+    }
+}
+
+/// Stops watching every size.
+pub(crate) fn unwatch_all() {
+    WATCHING.store(false, Ordering::Release);
+    for c in 0..CLASSES {
+        PERIOD[c].store(0, Ordering::Relaxed);
+        SEEN[c].store(0, Ordering::Relaxed);
+    }
+    for w in &FOCUSED {
+        w.store(0, Ordering::Relaxed);
+    }
+}
+
+/// Classes watched now, and of them those focused on.
+pub(crate) fn watched_classes() -> (u32, u32) {
+    let watched = PERIOD.iter().filter(|p| p.load(Ordering::Relaxed) > 0).count() as u32;
+    (watched, FOCUSED.iter().map(|w| w.load(Ordering::Relaxed).count_ones()).sum())
+}
+
+thread_local! {
+    /// This thread's sampling state (xorshift64); `const` without a destructor, like the hook's
+    /// other thread-local.
+    static DRAW: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// One in about `period`, drawn per thread.
+fn one_in(period: u32) -> bool {
+    DRAW.try_with(|d| {
+        let mut x = d.get();
+        if x == 0 {
+            // Seeded from the thread's own address: distinct per thread, never 0.
+            x = (d as *const _ as u64) | 1;
+        }
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        d.set(x);
+        x % u64::from(period) == 0
+    })
+    .unwrap_or(false)
+}
+
+/// Whether an allocation of `size` has its stack taken.
+#[inline]
+pub(crate) fn watched(size: u64) -> bool {
+    if !WATCHING.load(Ordering::Relaxed) {
+        return false;
+    }
+    let c = class(size);
+    let period = PERIOD[c].load(Ordering::Relaxed);
+    if period == 0 {
+        return false;
+    }
+    SEEN[c].fetch_add(1, Ordering::Relaxed);
+    period == 1 || one_in(period)
+}
+
+#[repr(C)]
+struct Stack {
+    len: usize,
+    frames: [usize; MAX_FRAMES],
+}
+
+/// The interned stacks: `index` (2^17 ids, 0 = empty) and `stacks` (id - 1 -> frames), both
+/// mapped at first use and never unmapped.
+struct Interned {
+    index: *mut u32,
+    stacks: *mut Stack,
+    len: u32,
+}
+
+struct Store {
+    locked: AtomicBool,
+    inner: UnsafeCell<Interned>,
+}
+
+// SAFETY: `inner` is only touched while `locked` is held.
+unsafe impl Sync for Store {}
+
+static STORE: Store = Store {
+    locked: AtomicBool::new(false),
+    inner: UnsafeCell::new(Interned { index: std::ptr::null_mut(), stacks: std::ptr::null_mut(), len: 0 }),
+};
+
+/// Stacks that gave back an allocation that had outlived the cycle that made it: stacks that keep
+/// state across cycles (a queue's blocks, a cache's entries), one bit per stack id.
+static DRAINED: [AtomicU64; (OVERFLOW as usize + 64) / 64] =
+    [const { AtomicU64::new(0) }; (OVERFLOW as usize + 64) / 64];
+
+/// Notes that stack `id` gave back an allocation older than its cycle.
+pub(crate) fn mark_drained(id: u32) {
+    let i = id as usize;
+    if let Some(w) = DRAINED.get(i / 64) {
+        w.fetch_or(1 << (i % 64), Ordering::Relaxed);
+    }
+}
+
+/// Whether stack `id` ever gave back an allocation older than its cycle (since the last
+/// [`clear_drained`]).
+pub(crate) fn drained(id: u32) -> bool {
+    let i = id as usize;
+    DRAINED.get(i / 64).is_some_and(|w| w.load(Ordering::Relaxed) & (1 << (i % 64)) != 0)
+}
+
+/// Forgets which stacks drained (a new run).
+pub(crate) fn clear_drained() {
+    for w in &DRAINED {
+        w.store(0, Ordering::Relaxed);
+    }
+}
+
+/// Stacks taken (every capture, interned or not), for the cost figures.
+static TAKEN: AtomicUsize = AtomicUsize::new(0);
+/// Set when the interning memory could not be mapped.
+static UNMAPPED: AtomicBool = AtomicBool::new(false);
+
+impl Store {
+    fn lock(&self) {
+        let mut spins = 0u32;
+        while self.locked.compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed).is_err() {
+            spins += 1;
+            if spins < 256 {
+                std::hint::spin_loop();
+            } else {
+                // SAFETY: no preconditions, no allocation.
+                unsafe { libc::sched_yield() };
+            }
+        }
+    }
+
+    fn unlock(&self) {
+        self.locked.store(false, Ordering::Release);
+    }
+
+    fn with<T>(&self, f: impl FnOnce(&mut Interned) -> T) -> T {
+        self.lock();
+        // SAFETY: the lock is held.
+        let out = f(unsafe { &mut *self.inner.get() });
+        self.unlock();
+        out
+    }
+}
+
+pub(crate) fn lock_for_fork() {
+    STORE.lock();
+}
+
+pub(crate) fn unlock_after_fork() {
+    STORE.unlock();
+}
+
+impl Interned {
+    /// Maps the index and the stacks' memory (address space; pages are touched as used).
+    fn ready(&mut self) -> bool {
+        if !self.index.is_null() {
+            return true;
+        }
+        if UNMAPPED.load(Ordering::Relaxed) {
+            return false;
+        }
+        let index = super::table::map_zeroed(INDEX_SLOTS * std::mem::size_of::<u32>());
+        let stacks = super::table::map_zeroed(MAX_STACKS as usize * std::mem::size_of::<Stack>());
+        match (index, stacks) {
+            (Ok(i), Ok(s)) => {
+                self.index = i.cast();
+                self.stacks = s.cast();
+                true
+            }
+            _ => {
+                UNMAPPED.store(true, Ordering::Relaxed);
+                false
+            }
+        }
+    }
+
+    /// The frames of stack `id` (1..=len).
+    fn frames(&self, id: u32) -> &[usize] {
+        // SAFETY: ids 1..=len were written by `intern` into the mapped `stacks`.
+        let s = unsafe { &*self.stacks.add(id as usize - 1) };
+        &s.frames[..s.len.min(MAX_FRAMES)]
+    }
+
+    /// The id of `frames`, adding it when new.
+    fn intern(&mut self, frames: &[usize]) -> u32 {
+        if !self.ready() {
+            return OVERFLOW;
+        }
+        let h = frames.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &f| (h ^ f as u64).wrapping_mul(0x100_0000_01b3));
+        let mask = INDEX_SLOTS - 1;
+        let mut i = (h.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 47) as usize & mask;
+        loop {
+            // SAFETY: `index` is mapped with INDEX_SLOTS entries and `i <= mask`.
+            let slot = unsafe { &mut *self.index.add(i) };
+            if *slot == 0 {
+                if self.len >= MAX_STACKS {
+                    return OVERFLOW;
+                }
+                let mut stack = Stack { len: frames.len(), frames: [0; MAX_FRAMES] };
+                stack.frames[..frames.len()].copy_from_slice(frames);
+                // SAFETY: `len < MAX_STACKS`, the mapping's capacity.
+                unsafe { self.stacks.add(self.len as usize).write(stack) };
+                self.len += 1;
+                *slot = self.len;
+                return self.len;
+            }
+            if self.frames(*slot) == frames {
+                return *slot;
+            }
+            i = (i + 1) & mask;
+        }
+    }
+}
+
+type Trace = extern "C" fn(ctx: *mut c_void, arg: *mut c_void) -> libc::c_int;
+
+extern "C" {
+    // libgcc's unwinder (libgcc_s), which Rust's standard library links on Linux.
+    fn _Unwind_Backtrace(trace: Trace, arg: *mut c_void) -> libc::c_int;
+    fn _Unwind_GetIP(ctx: *mut c_void) -> usize;
+}
+
+/// `_URC_NO_REASON` (go on) and `_URC_NORMAL_STOP` (enough frames).
+const GO_ON: libc::c_int = 0;
+const STOP: libc::c_int = 4;
+
+struct Frames {
+    len: usize,
+    ips: [usize; MAX_FRAMES],
+}
+
+extern "C" fn one_frame(ctx: *mut c_void, arg: *mut c_void) -> libc::c_int {
+    // SAFETY: `arg` is the `Frames` that `capture` passed, alive for the whole unwind.
+    let frames = unsafe { &mut *arg.cast::<Frames>() };
+    // SAFETY: `ctx` is the unwinder's context for this frame.
+    let ip = unsafe { _Unwind_GetIP(ctx) };
+    if ip == 0 {
+        return STOP;
+    }
+    frames.ips[frames.len] = ip;
+    frames.len += 1;
+    if frames.len == MAX_FRAMES {
+        STOP
+    } else {
+        GO_ON
+    }
+}
+
+/// Takes the calling stack and returns its id (1..=[`MAX_STACKS`], or [`OVERFLOW`]). Allocates
+/// nothing; called by the hook before it takes any lock of the record.
+#[inline(never)]
+pub(crate) fn capture() -> u32 {
+    let mut frames = Frames { len: 0, ips: [0; MAX_FRAMES] };
+    // SAFETY: `one_frame` only writes into `frames`, which outlives the call.
+    unsafe { _Unwind_Backtrace(one_frame, (&mut frames as *mut Frames).cast()) };
+    TAKEN.fetch_add(1, Ordering::Relaxed);
+    if frames.len == 0 {
+        return OVERFLOW;
+    }
+    STORE.with(|s| s.intern(&frames.ips[..frames.len]))
+}
+
+/// The return addresses of stack `id`, innermost first (empty for [`OVERFLOW`] or an unknown
+/// id). Copies under the lock into a local array, and allocates only after releasing it (an
+/// allocation of a watched size takes the lock too).
+pub(crate) fn frames(id: u32) -> Vec<usize> {
+    let mut copy = [0usize; MAX_FRAMES];
+    let len = STORE.with(|s| {
+        if id == 0 || id > s.len {
+            return 0;
+        }
+        let f = s.frames(id);
+        copy[..f.len()].copy_from_slice(f);
+        f.len()
+    });
+    copy[..len].to_vec()
+}
+
+/// Stacks taken so far and distinct stacks kept.
+pub(crate) fn counts() -> (usize, u32) {
+    (TAKEN.load(Ordering::Relaxed), STORE.with(|s| s.len))
+}
