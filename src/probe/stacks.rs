@@ -44,16 +44,22 @@ const FORMATTING: [&str; 2] = [" as core::fmt::Display>::fmt", " as core::fmt::D
 
 /// Whether the code that asked for a stack's memory is leakcheck's own (its ledger, the harness's
 /// records and verdict): the first frame outside the allocator, the standard library and
-/// formatting, from the inner end, is in `leakcheck::`. Such growth is the tool's bookkeeping,
+/// formatting, from the inner end, is in `leakcheck::`; or the stack passes through leakcheck's
+/// symbolizer (which names the stacks of what cycles left behind). Such growth is the tool's bookkeeping,
 /// which the byte signals subtract; it stays in the profile files but is not reported as the
 /// store's.
 pub fn is_leakcheck_bookkeeping(frames: &[String]) -> bool {
-    frames
-        .iter()
-        .map(|f| function_path(f))
-        .find(|f| !is_library(f) && !FORMATTING.iter().any(|p| f.ends_with(p)))
-        .is_some_and(|f| f.starts_with("leakcheck::"))
+    frames.iter().any(|f| function_path(f).starts_with(SYMBOLIZER))
+        || frames
+            .iter()
+            .map(|f| function_path(f))
+            .find(|f| !is_library(f) && !FORMATTING.iter().any(|p| f.ends_with(p)))
+            .is_some_and(|f| f.starts_with("leakcheck::"))
 }
+
+/// leakcheck's symbolizer: what it allocates (the debug info it parses and caches, through the
+/// `backtrace` crate and gimli) is the tool's, whichever crate's frame is innermost.
+const SYMBOLIZER: &str = "leakcheck::probe::symbols::";
 
 /// Primitive types, whose impls (`<u8 as ..>`, `<[u8]>::to_vec_in`) are the standard library's.
 const PRIMITIVES: [&str; 17] = [
@@ -195,6 +201,13 @@ mod tests {
             "leakcheck::harness::describe",
         ]);
         assert!(is_leakcheck_bookkeeping(&generic));
+        let symbolizer = frames(&[
+            "gimli::read::abbrev::Abbreviations::insert",
+            "backtrace::symbolize::resolve (/root/.cargo/registry/src/backtrace-0.3.77/src/symbolize/mod.rs:63)",
+            "leakcheck::probe::symbols::resolve (src/probe/symbols.rs:23)",
+            "leakcheck::harness::generations::RunGenerations::retained",
+        ]);
+        assert!(is_leakcheck_bookkeeping(&symbolizer), "the symbolizer's caches are the tool's");
         let clone = frames(&[
             "<alloc::vec::Vec<u8>>::with_capacity_in",
             "<u8 as <[_]>::to_vec_in::ConvertVec>::to_vec::<alloc::alloc::Global>",
