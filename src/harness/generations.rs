@@ -39,9 +39,13 @@ pub struct GenerationsReport {
     /// Size classes watched at the end (sizes that cycles after the warm-up left behind).
     #[serde(default)]
     pub watched_sizes: u32,
-    /// Of them, those focused on (every allocation's stack): sizes two cycles left behind.
+    /// Of them, those focused on (every allocation's stack).
     #[serde(default)]
     pub focused_sizes: u32,
+    /// Declared-shared handles still alive after the store's `Lifecycle::let_go`: when any is,
+    /// `retained_bytes` is shown, not judged.
+    #[serde(default)]
+    pub shared_alive: u64,
 }
 
 /// The most generations report.json lists (a soak's samples are bounded the same way).
@@ -67,6 +71,8 @@ pub(crate) struct RunGenerations {
     watch_from: u64,
     /// The store's `let_go` panicked: what it keeps across cycles may still be held.
     let_go_panicked: bool,
+    /// Declared-shared handles still alive after `let_go`.
+    shared_alive: u64,
 }
 
 /// Stacks per cycle, about, that a watched size class costs: a class more common than this is
@@ -88,7 +94,16 @@ impl RunGenerations {
             g.unwatch_all();
             g.clear_drained();
         }
-        RunGenerations { gens, notice, setup, cycles: 0, interleaved: false, watch_from, let_go_panicked: false }
+        RunGenerations {
+            gens,
+            notice,
+            setup,
+            cycles: 0,
+            interleaved: false,
+            watch_from,
+            let_go_panicked: false,
+            shared_alive: 0,
+        }
     }
 
     /// Starts cycle `cycle`'s generation (cycles are numbered from 0, one after another), then
@@ -121,6 +136,11 @@ impl RunGenerations {
     /// Whether this run's allocations are recorded by generation.
     pub(crate) fn recorded(&self) -> bool {
         self.gens.is_some() && !self.interleaved
+    }
+
+    /// Notes that `count` declared-shared handles were still alive after the store let go.
+    pub(crate) fn shared_still_alive(&mut self, count: u64) {
+        self.shared_alive = count;
     }
 
     /// Notes that the store's `Lifecycle::let_go` panicked.
@@ -189,10 +209,20 @@ impl RunGenerations {
         GenerationsReport {
             available: true,
             mechanism: Some(MECHANISM.to_string()),
-            notice: self.let_go_panicked.then(|| {
-                "the store's Lifecycle::let_go panicked: what it keeps across cycles may be counted as retained"
-                    .to_string()
-            }),
+            notice: if self.let_go_panicked {
+                Some(
+                    "the store's Lifecycle::let_go panicked: what it keeps across cycles may be counted as retained"
+                        .to_string(),
+                )
+            } else if self.shared_alive > 0 {
+                Some(format!(
+                    "{} declared-shared handles still alive after Lifecycle::let_go: what they hold cannot be told from a leak, so retained_bytes is shown, not judged (let go of them in Lifecycle::let_go)",
+                    self.shared_alive
+                ))
+            } else {
+                None
+            },
+            shared_alive: self.shared_alive,
             exact: g.exact(),
             generations,
             bookkeeping: g.runner(),

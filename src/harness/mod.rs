@@ -1004,6 +1004,13 @@ impl<'a> Run<'a> {
                 self.c.gens.let_go_panicked();
             }
             self.probe.settle(cfg.settle, None);
+            // A declared-shared handle still alive (a cache the store did not let go of) may hold
+            // what many cycles allocated, from one stack: retained_bytes is then shown, not judged.
+            let shared =
+                self.c.bk.track(|| self.c.ledger.report().declared_shared.iter().map(|g| g.count).sum::<u64>());
+            if shared > 0 {
+                self.c.gens.shared_still_alive(shared);
+            }
         }
         // What the generations hold once the last cycle settled; everything after is the harness's.
         let warmup = self.judged_cfg.warmup_cycles as u64;
@@ -1039,7 +1046,9 @@ impl<'a> Run<'a> {
             verdict.mark_bytes_unavailable(reason);
         }
         if let Some(r) = retained {
-            verdict.add_retained(crate::verdict::retained::verdict(r));
+            let mut v = crate::verdict::retained::verdict(r);
+            v.informational |= generations.shared_alive > 0;
+            verdict.add_retained(v);
         }
         HarnessReport {
             cycles_run: self.cycles_run,
