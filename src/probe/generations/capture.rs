@@ -208,16 +208,7 @@ static UNMAPPED: AtomicBool = AtomicBool::new(false);
 
 impl Store {
     fn lock(&self) {
-        let mut spins = 0u32;
-        while self.locked.compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed).is_err() {
-            spins += 1;
-            if spins < 256 {
-                std::hint::spin_loop();
-            } else {
-                // SAFETY: no preconditions, no allocation.
-                unsafe { libc::sched_yield() };
-            }
-        }
+        super::table::spin_lock(&self.locked);
     }
 
     fn unlock(&self) {

@@ -129,19 +129,25 @@ fn home(h: u64, log2: u32) -> usize {
     ((h << SHARD_BITS) >> (64 - log2)) as usize
 }
 
+/// Takes a spin lock: spins a few hundred times, then yields between tries, so that a holder
+/// that was preempted runs. Allocates nothing (the hooks' locks).
+pub(crate) fn spin_lock(locked: &AtomicBool) {
+    let mut spins = 0u32;
+    while locked.compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed).is_err() {
+        spins += 1;
+        if spins < 256 {
+            std::hint::spin_loop();
+        } else {
+            // SAFETY: sched_yield has no preconditions and does not allocate.
+            unsafe { libc::sched_yield() };
+        }
+    }
+}
+
 impl Shard {
     /// Runs `f` with the shard's table, under its lock.
     fn with<T>(&self, f: impl FnOnce(&mut Inner) -> T) -> T {
-        let mut spins = 0u32;
-        while self.locked.compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed).is_err() {
-            spins += 1;
-            if spins < 256 {
-                std::hint::spin_loop();
-            } else {
-                // SAFETY: sched_yield has no preconditions and does not allocate.
-                unsafe { libc::sched_yield() };
-            }
-        }
+        spin_lock(&self.locked);
         // SAFETY: the lock is held, so no other thread touches `inner` until it is released.
         let out = f(unsafe { &mut *self.inner.get() });
         self.locked.store(false, Ordering::Release);
@@ -368,14 +374,7 @@ impl Table {
 
     fn lock_all(&self) {
         for shard in &self.shards {
-            let mut spins = 0u32;
-            while shard.locked.compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed).is_err() {
-                spins += 1;
-                if spins >= 256 {
-                    // SAFETY: no preconditions.
-                    unsafe { libc::sched_yield() };
-                }
-            }
+            spin_lock(&shard.locked);
         }
     }
 
