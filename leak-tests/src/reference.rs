@@ -58,6 +58,16 @@ const MARKER_LEAK_BYTES: usize = 1024;
 const SOMETIMES_LEAK_BYTES: usize = 4096;
 /// The snapshot-bursts variant's burst.
 const BURST_BYTES: usize = 32 << 10;
+/// What the leak-beside-give-back, leak-begins-late and doubling-container variants keep per
+/// cycle.
+const KIB_LEAK_BYTES: usize = 1024;
+/// The leak-beside-give-back variant's pool: buffers of this size, made before the first cycle,
+/// one given back per cycle.
+const POOL_BUFFER_BYTES: usize = 1280;
+/// Buffers in that pool (more than `check` runs cycles).
+const POOL_BUFFERS: usize = 4096;
+/// The first cycle that the leak-begins-late variant leaks in.
+pub const LATE_LEAK_FROM: u64 = 150;
 
 /// splitmix64: the planted variants' deterministic choices of cycles.
 fn mix(mut z: u64) -> u64 {
@@ -170,6 +180,20 @@ pub enum Variant {
     /// shared); when its commit is to fail (an injected error at `work.commit`), the error path
     /// forgets the transaction (a retry that never comes) instead of rolling it back.
     TransactionLeakOnError,
+    /// One failed `DB::list_cf` a cycle (of a directory with no DB): the binding's own leak
+    /// (rust-rocksdb 0.25 returns the error before freeing the C array of names, 8 B for none),
+    /// 8 B a cycle in a size class RocksDB allocates thousands of times a cycle.
+    ListCfFailure,
+    /// 1 KiB kept per cycle beside a pool filled before the first cycle that gives one 1,280 B
+    /// buffer back per cycle: the process's allocated bytes fall by 256 B a cycle while the leak
+    /// goes on.
+    LeakBesideGiveBack,
+    /// 1 KiB kept per cycle from cycle [`LATE_LEAK_FROM`] on: a leak that begins in the last
+    /// quarter of a 200-cycle check.
+    LeakBeginsLate,
+    /// A list of records kept for the life of the store, 1 KiB appended each cycle: a container
+    /// whose buffer doubles now and then (a realloc to twice the size, the old buffer freed).
+    DoublingContainer,
 }
 
 /// The reference store's settings.
@@ -275,6 +299,12 @@ pub enum StoreError {
         /// The column family.
         name: &'static str,
     },
+    /// The task's shared cache was let go of ([`Lifecycle::let_go`]) and not made again.
+    #[error("task {task}: its shared cache and write buffer manager were let go of")]
+    LetGo {
+        /// The task.
+        task: u32,
+    },
 }
 
 /// A segment: one RocksDB instance.
@@ -340,10 +370,28 @@ impl Book {
 /// Per-task state that outlives a cycle.
 struct TaskState {
     book: Mutex<Book>,
-    /// The task's block cache, shared by its segments' data column families (declared shared).
+    /// What the task's segments share; let go of after the run ([`Lifecycle::let_go`]), made
+    /// again if the store is opened after that.
+    shared: Option<TaskShared>,
+}
+
+/// A task's resources shared by its segments, declared shared in the ledger.
+struct TaskShared {
+    /// The block cache of the segments' data column families.
     cache: TrackedCache,
-    /// The task's write buffer manager, shared by its segments (declared shared).
+    /// The write buffer manager of the segments, charging their memtables to the cache.
     write_buffers: TrackedWriteBufferManager,
+}
+
+impl TaskShared {
+    fn new(ledger: &Ledger, config: &ReferenceConfig, task: u32) -> Self {
+        let _owner = owner_scope(format!("task 0_{task}"));
+        let cache = TrackedCache::new_lru(ledger, config.cache_bytes);
+        let write_buffers = TrackedWriteBufferManager::new_with_cache(ledger, config.write_buffer_bytes, false, &cache);
+        ledger.declare_shared(cache.token());
+        ledger.declare_shared(write_buffers.token());
+        TaskShared { cache, write_buffers }
+    }
 }
 
 /// Things the planted bugs keep alive on purpose: they model a process that lost track of them.
@@ -356,6 +404,10 @@ struct Planted {
     side_dbs: Vec<rocksdb::DB>,
     shared_caches: Vec<TrackedCache>,
     files: Vec<std::fs::File>,
+    /// The leak-beside-give-back variant's pool (raw buffers of [`POOL_BUFFER_BYTES`]).
+    pool: Vec<usize>,
+    /// The doubling-container variant's records.
+    records: Vec<u8>,
     accounted: Option<(TrackedDb<SingleThreaded>, TrackedOptions)>,
     transactions: Option<(TrackedTransactionDb<SingleThreaded>, TrackedOptions, TrackedTransactionDbOptions)>,
 }
@@ -400,24 +452,35 @@ impl ReferenceStore {
     pub fn new(config: ReferenceConfig, ledger: &Ledger) -> Result<Self, StoreError> {
         std::fs::create_dir_all(&config.dir).map_err(io(&config.dir))?;
         let tasks = (0..config.tasks)
-            .map(|t| {
-                let _owner = owner_scope(format!("task 0_{t}"));
-                let cache = TrackedCache::new_lru(ledger, config.cache_bytes);
-                let write_buffers =
-                    TrackedWriteBufferManager::new_with_cache(ledger, config.write_buffer_bytes, false, &cache);
-                ledger.declare_shared(cache.token());
-                ledger.declare_shared(write_buffers.token());
-                TaskState { book: Mutex::new(Book::default()), cache, write_buffers }
-            })
+            .map(|t| TaskState { book: Mutex::new(Book::default()), shared: Some(TaskShared::new(ledger, &config, t)) })
             .collect();
         let store = ReferenceStore { config, tasks, owners: Arc::default(), planted: Mutex::new(Planted::with_room()) };
         match store.config.variant {
+            Variant::LeakBesideGiveBack => store.fill_pool(),
             // Opened before the run, as a DB kept for the life of the store is.
             Variant::AccountedGrowth => store.open_accounted(ledger)?,
             Variant::TransactionLeakOnError => store.open_transactions(ledger)?,
             _ => {}
         }
         Ok(store)
+    }
+
+    /// Makes again what [`Lifecycle::let_go`] let go of, before the store is used after it.
+    fn make_shared(&mut self, ledger: &Ledger) -> Result<(), StoreError> {
+        for (t, state) in (0u32..).zip(&mut self.tasks) {
+            if state.shared.is_none() {
+                state.shared = Some(TaskShared::new(ledger, &self.config, t));
+            }
+        }
+        if self.config.variant == Variant::AccountedGrowth && lock(&self.planted).accounted.is_none() {
+            self.open_accounted(ledger)?;
+        }
+        Ok(())
+    }
+
+    /// What `task`'s segments share.
+    fn shared(&self, task: u32) -> Result<&TaskShared, StoreError> {
+        self.tasks[task as usize].shared.as_ref().ok_or(StoreError::LetGo { task })
     }
 
     /// The settings.
@@ -436,8 +499,12 @@ impl ReferenceStore {
     /// Options of one segment: DB options (with the shared write buffer manager) and the column
     /// family descriptors (data with the shared block cache; offsets with light options of its
     /// own and no block cache).
-    fn segment_options(&self, ledger: &Ledger, task: u32) -> (TrackedOptions, Vec<TrackedCfDescriptor>) {
-        let state = &self.tasks[task as usize];
+    fn segment_options(
+        &self,
+        ledger: &Ledger,
+        task: u32,
+        state: &TaskShared,
+    ) -> (TrackedOptions, Vec<TrackedCfDescriptor>) {
         let mut db = TrackedOptions::new(ledger);
         db.create_if_missing(true);
         db.create_missing_column_families(true);
@@ -493,7 +560,7 @@ impl ReferenceStore {
 
     fn open_segment(&self, ctx: &CycleCtx<'_>, task: u32, id: u64) -> Result<Segment, StoreError> {
         let _owner = owner_scope(format!("segment {id}"));
-        let (mut db_options, cfs) = self.segment_options(ctx.ledger, task);
+        let (mut db_options, cfs) = self.segment_options(ctx.ledger, task, self.shared(task)?);
         if ctx.faults.check_error("open.options") {
             if self.config.variant == Variant::OpenFailureLeaksOptions {
                 // Planted: the error path forgets what it made so far.
@@ -586,7 +653,7 @@ impl ReferenceStore {
         if self.config.variant == Variant::CacheChargedDbNeverClosed && task == 0 {
             // Planted: a side DB charged to the shared cache, parked, never closed.
             planted!("cache-charged-db-never-closed", ());
-            let side = self.open_side_db(ctx, state)?;
+            let side = self.open_side_db(ctx, self.shared(task)?)?;
             lock(&self.planted).side_dbs.push(side);
         }
         Ok(store)
@@ -601,6 +668,41 @@ impl ReferenceStore {
             unsafe { p.cast::<u8>().write_bytes(0xa5, bytes) };
         }
         lock(&self.planted).raw_mallocs.push(std::hint::black_box(p) as usize);
+    }
+
+    /// The leak-beside-give-back variant's pool, filled before the first cycle.
+    fn fill_pool(&self) {
+        let mut planted = lock(&self.planted);
+        planted.pool.reserve_exact(POOL_BUFFERS);
+        for _ in 0..POOL_BUFFERS {
+            // SAFETY: a plain C allocation, freed by `give_back` or when the store drops.
+            let p = unsafe { libc::malloc(POOL_BUFFER_BYTES) };
+            if !p.is_null() {
+                planted.pool.push(p as usize);
+            }
+        }
+    }
+
+    /// Gives one buffer of the pool back (none once it is empty).
+    fn give_back(&self) {
+        if let Some(p) = lock(&self.planted).pool.pop() {
+            // SAFETY: allocated by libc::malloc in `fill_pool` and not freed since.
+            unsafe { libc::free(p as *mut libc::c_void) };
+        }
+    }
+
+    /// Planted: a failed `DB::list_cf` of a directory with no DB; the binding keeps 8 B of it.
+    #[allow(clippy::disallowed_types, clippy::disallowed_methods)] // the binding's own call, on purpose
+    fn list_missing_cf(&self) {
+        let missing = self.config.dir.join("no-db-here");
+        drop(std::hint::black_box(rocksdb::DB::list_cf(&rocksdb::Options::default(), missing)));
+    }
+
+    /// Planted: one more record of 1 KiB in a list kept for the life of the store.
+    fn keep_record(&self, cycle: u64) {
+        let mut planted = lock(&self.planted);
+        let fill = cycle.to_le_bytes();
+        planted.records.extend((0..KIB_LEAK_BYTES).map(|i| fill[i % 8]));
     }
 
     /// The accounted-growth variant's DB, kept for the life of the store (declared shared,
@@ -667,7 +769,7 @@ impl ReferenceStore {
     /// An untracked DB beside the segments, its memtable (about 64 KiB written) charged to the
     /// task's shared cache through the task's write buffer manager.
     #[allow(clippy::disallowed_types)]
-    fn open_side_db(&self, ctx: &CycleCtx<'_>, state: &TaskState) -> Result<rocksdb::DB, StoreError> {
+    fn open_side_db(&self, ctx: &CycleCtx<'_>, state: &TaskShared) -> Result<rocksdb::DB, StoreError> {
         let path = self.config.dir.join("side").join(format!("cycle_{}", ctx.cycle));
         let fail = |source| StoreError::RocksDb { task: 0, segment: ctx.cycle, what: "side db", source };
         let mut o = rocksdb::Options::default();
@@ -1024,7 +1126,15 @@ impl ReferenceStore {
         let mut restored = BTreeMap::new();
         let mut present: BTreeMap<u32, BTreeSet<u64>> = BTreeMap::new();
         for &id in &book.live {
-            let (db_options, cfs) = self.segment_options(ctx.ledger, task);
+            let shared = match self.shared(task) {
+                Ok(shared) => shared,
+                Err(e) => {
+                    report.violation("reopen_failures", 1);
+                    report.problem(e.to_string());
+                    break;
+                }
+            };
+            let (db_options, cfs) = self.segment_options(ctx.ledger, task, shared);
             let path = self.segment_dir(task, id);
             let seg = match Db::open_cf_descriptors(&db_options, &path, cfs) {
                 Ok(db) => Segment { id, db, _db_options: db_options },
@@ -1165,6 +1275,7 @@ impl Lifecycle for ReferenceStore {
     }
 
     fn open(&mut self, ctx: &CycleCtx<'_>) -> Result<OpenStores, StoreError> {
+        self.make_shared(ctx.ledger)?;
         match self.config.variant {
             Variant::RawMallocPerCycle => {
                 // Planted: 4 KiB of native memory per cycle, no handle, no wrapper.
@@ -1180,6 +1291,15 @@ impl Lifecycle for ReferenceStore {
                 // Planted: a snapshot buffer kept "for later" and never released.
                 planted!("snapshot-bursts", self.leak_native(BURST_BYTES));
             }
+            Variant::ListCfFailure => planted!("list-cf-failure", self.list_missing_cf()),
+            Variant::LeakBesideGiveBack => {
+                planted!("leak-beside-give-back", self.leak_native(KIB_LEAK_BYTES));
+                self.give_back();
+            }
+            Variant::LeakBeginsLate if ctx.cycle >= LATE_LEAK_FROM => {
+                planted!("leak-begins-late", self.leak_native(KIB_LEAK_BYTES));
+            }
+            Variant::DoublingContainer => planted!("doubling-container", self.keep_record(ctx.cycle)),
             Variant::FdOutsideDir if ctx.cycle % 50 == 49 => {
                 // Planted: a descriptor outside the store's directory, opened and kept.
                 let f = planted!("fd-outside-dir", std::fs::File::open("/dev/null"));
@@ -1227,6 +1347,10 @@ impl Lifecycle for ReferenceStore {
 
     fn check(&mut self, ctx: &CycleCtx<'_>) -> Integrity {
         let mut report = Integrity::default();
+        if let Err(e) = self.make_shared(ctx.ledger) {
+            report.violation("reopen_failures", 1);
+            report.problem(e.to_string());
+        }
         let orphans: Vec<u32> = lock(&self.owners).keys().copied().collect();
         if !orphans.is_empty() {
             report.violation("ownership_errors", orphans.len() as u64);
@@ -1236,6 +1360,16 @@ impl Lifecycle for ReferenceStore {
             report.merge(self.check_task(ctx, t));
         }
         report
+    }
+
+    /// The tasks' shared caches and write buffer managers, and the DB the accounted-growth
+    /// variant keeps: what the store keeps across cycles, let go of once the run is over. (What
+    /// the planted bugs park stays parked: they lost track of it.)
+    fn let_go(&mut self) {
+        for state in &mut self.tasks {
+            state.shared = None;
+        }
+        lock(&self.planted).accounted = None;
     }
 
     fn data_dir(&self) -> Option<PathBuf> {
@@ -1259,8 +1393,8 @@ impl Lifecycle for ReferenceStore {
         // buffer managers reserved in them (memtables of DBs still open somewhere).
         let planted = lock(&self.planted);
         let mut consumers = leakcheck::probe::MemoryConsumers::new().ok()?;
-        for t in &self.tasks {
-            consumers.cache(&t.cache).write_buffer_manager(&t.write_buffers);
+        for shared in self.tasks.iter().filter_map(|t| t.shared.as_ref()) {
+            consumers.cache(&shared.cache).write_buffer_manager(&shared.write_buffers);
         }
         if let Some((db, _)) = &planted.accounted {
             consumers.db(db);
@@ -1278,7 +1412,7 @@ impl Drop for ReferenceStore {
             // SAFETY: created by rocksdb_options_create above and never destroyed before.
             unsafe { librocksdb_sys::rocksdb_options_destroy(raw as *mut librocksdb_sys::rocksdb_options_t) };
         }
-        for p in planted.raw_mallocs {
+        for p in planted.raw_mallocs.into_iter().chain(planted.pool) {
             // SAFETY: allocated by libc::malloc above and never freed before.
             unsafe { libc::free(p as *mut libc::c_void) };
         }

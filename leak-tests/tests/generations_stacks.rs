@@ -62,5 +62,41 @@ fn watched_sizes_have_their_stacks_named_and_others_none() {
     assert!(of_size(g, generation, 3072).is_empty());
     assert!(of_size(g, generation, 5120).is_empty());
     g.unwatch_all();
-    assert_eq!(g.watched_classes(), (0, 0));
+    assert_eq!(g.watched_classes(), (0, 0, 0));
+
+    // A block kept across generations and grown in two later ones: its growths counted along the
+    // reallocs (moved or in place), each growth's stack taken though no size is watched. A
+    // growth within the generation that made the block, or before the first counted, is none.
+    let made = g.advance();
+    g.count_growths_from(made + 2);
+    let mut list = keeps_a_rust_block(1000);
+    grows(&mut list, 1000);
+    let uncounted = g.advance();
+    grows(&mut list, 4000);
+    let first = g.advance();
+    grows(&mut list, 20_000);
+    let second = g.advance();
+    grows(&mut list, 200_000);
+    g.advance();
+    let survivors = g.survivors(made, second + 1);
+    let kept: Vec<&Survivor> = survivors.iter().filter(|s| s.size >= 200_000).collect();
+    assert_eq!(kept.len(), 1, "{survivors:?}");
+    assert_eq!((kept[0].generation, kept[0].growths), (second, 2), "{kept:?}");
+    assert_eq!(own(g, kept[0]), own_name_of_grows(g, kept[0]));
+    assert!(!g.drains(kept[0].stack.unwrap_or(0)), "a realloc's free of the old block is not a drain");
+    assert!(uncounted < first && first < second);
+    drop(list);
+}
+
+#[inline(never)]
+fn grows(list: &mut Vec<u8>, more: usize) {
+    list.reserve_exact(more);
+    list.resize(list.len() + more, 1);
+}
+
+/// The function the growth's stack names: `grows`.
+fn own_name_of_grows(g: &Generations, s: &Survivor) -> String {
+    let name = own(g, s);
+    assert!(name.ends_with("grows"), "{name}");
+    name
 }

@@ -42,6 +42,10 @@ pub struct GenerationsReport {
     /// Of them, those focused on (every allocation's stack).
     #[serde(default)]
     pub focused_sizes: u32,
+    /// Of them, those sampled at the boost budget (a sampled class that left something behind
+    /// without a stack).
+    #[serde(default)]
+    pub boosted_sizes: u32,
     /// Declared-shared handles still alive after the store's `Lifecycle::let_go`: when any is,
     /// `retained_bytes` is shown, not judged.
     #[serde(default)]
@@ -79,6 +83,13 @@ pub(crate) struct RunGenerations {
 /// sampled (one allocation in `allocations / budget`). A leak of a size that common has some of
 /// its firings stacked, not all: it takes more cycles to recur at its stack (docs/generations.md).
 const STACK_BUDGET: u32 = 256;
+/// Stacks per cycle, about, of a boosted class: a sampled class whose allocation survived the
+/// cycle that made it without a stack (a leak in a class of thousands of allocations a cycle
+/// would otherwise show at its stack once in tens of cycles). At most 4 classes are boosted,
+/// each for [`BOOST_CYCLES`] after the last such survivor.
+const BOOST_BUDGET: u32 = 4096;
+/// Cycles a boost lasts unless renewed.
+const BOOST_CYCLES: u32 = 16;
 
 impl RunGenerations {
     /// Installs the hooks when `wanted` (once per process) and starts the set-up's generation.
@@ -93,6 +104,7 @@ impl RunGenerations {
         if let Some(g) = gens {
             g.unwatch_all();
             g.clear_drained();
+            g.count_growths_from(u32::try_from(u64::from(setup) + 1 + watch_from).unwrap_or(u32::MAX));
         }
         RunGenerations {
             gens,
@@ -109,10 +121,12 @@ impl RunGenerations {
     /// Starts cycle `cycle`'s generation (cycles are numbered from 0, one after another), then
     /// watches the sizes of what the previous cycle still holds (its leftovers and what the store
     /// carries to this cycle): stacks for all allocations of a watched class, or, for a class
-    /// too common for that, for about [`STACK_BUDGET`] of them a cycle.
+    /// too common for that, for about [`STACK_BUDGET`] of them a cycle. A sampled class that the
+    /// cycle before the previous one left something in without a stack is boosted.
     ///
-    /// Cycles before `watch_from` (the warm-up) are not read. Most cycles of a correct store hold
-    /// nothing, which a count tells without reading the record.
+    /// Cycles before `watch_from` (the warm-up) are not read. A correct store's cycles hold
+    /// nothing, or what the store carries to the next cycle (the reference store: 5 allocations,
+    /// 1.3 KiB); a count tells that without reading the record.
     pub(crate) fn cycle_begins(&mut self, cycle: u64) {
         self.cycles = self.cycles.max(cycle + 1);
         let Some(g) = self.gens else {
@@ -122,14 +136,28 @@ impl RunGenerations {
         if u64::from(generation) != u64::from(self.setup) + 1 + cycle {
             self.interleaved = true;
         }
-        g.adapt(STACK_BUDGET);
-        if let Some(previous) = cycle.checked_sub(1).filter(|c| *c >= self.watch_from) {
-            let gen = self.generation(Some(previous));
-            if g.live(gen).allocations > 0 {
-                for s in g.survivors(gen, gen) {
-                    g.watch(s.size);
-                }
+        g.adapt(STACK_BUDGET, BOOST_BUDGET);
+        let Some(previous) = cycle.checked_sub(1).filter(|c| *c >= self.watch_from) else {
+            return;
+        };
+        let gen = self.generation(Some(previous));
+        // The cycle before that, once it is judged too: what it still holds outlived the cycle
+        // after its own (state carried to the next cycle is given back by then).
+        let older = previous.checked_sub(1).filter(|c| *c >= self.watch_from).map(|c| self.generation(Some(c)));
+        let holding = |gen: Option<Generation>| gen.is_some_and(|gen| g.live(gen).allocations > 0);
+        if !holding(Some(gen)) && !holding(older) {
+            return;
+        }
+        for s in g.survivors(older.unwrap_or(gen), gen) {
+            // Kept past the next cycle without a stack although its class was watched when it
+            // was made: sampled out. Boost the class so that a leak in it shows at its stack.
+            if Some(s.generation) == older
+                && s.stack.is_none()
+                && g.watched_since(s.size).is_some_and(|since| since <= s.generation)
+            {
+                g.boost(s.size, BOOST_CYCLES);
             }
+            g.watch(s.size);
         }
     }
 
@@ -165,7 +193,12 @@ impl RunGenerations {
             let held: Vec<Held> = g
                 .survivors(first, self.generation(Some(to)))
                 .into_iter()
-                .map(|s| Held { cycle: u64::from(s.generation - first) + from, size: s.size, stack: s.stack })
+                .map(|s| Held {
+                    cycle: u64::from(s.generation - first) + from,
+                    size: s.size,
+                    stack: s.stack,
+                    growths: s.growths,
+                })
                 .collect();
             let name = |id: u32| {
                 let stack = g.stack(id);
@@ -193,6 +226,7 @@ impl RunGenerations {
             };
             return GenerationsReport { notice, ..GenerationsReport::default() };
         };
+        let (stacks, classes) = (g.stacks_taken(), g.watched_classes());
         let entries = self.cycles + 1;
         let stride = entries.div_ceil(max.max(2) as u64 - 1).max(1);
         let mut generations = Vec::with_capacity((entries / stride + 2) as usize);
@@ -226,10 +260,11 @@ impl RunGenerations {
             exact: g.exact(),
             generations,
             bookkeeping: g.runner(),
-            stacks_taken: g.stacks_taken().0 as u64,
-            stacks_distinct: g.stacks_taken().1,
-            watched_sizes: g.watched_classes().0,
-            focused_sizes: g.watched_classes().1,
+            stacks_taken: stacks.0 as u64,
+            stacks_distinct: stacks.1,
+            watched_sizes: classes.0,
+            focused_sizes: classes.1,
+            boosted_sizes: classes.2,
         }
     }
 }

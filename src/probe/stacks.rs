@@ -4,11 +4,14 @@
 //! `profiling` feature.
 
 /// Allocator machinery at the inner end of every sampled stack: left out when a stack is named.
-/// (`__rustc::` is the prefix of the global allocator's shims in recent Rust; `irallocx`,
-/// `ixallocx` are jemalloc's reallocation paths; `hook_invoke`, the unwinder and
+/// (`__rustc::` is the prefix of the global allocator's shims in recent Rust; `iralloc*`,
+/// `ixallocx`, `arena_*` and `large_*` are jemalloc's reallocation paths; `hook_invoke`, the unwinder and
 /// `leakcheck::probe::generations::` are the allocation hooks that take generations' stacks.)
-const ALLOCATOR: [&str; 25] = [
+const ALLOCATOR: [&str; 27] = [
     "prof_",
+    "iralloc",
+    "arena_",
+    "large_",
     "hook_invoke",
     "_Unwind_",
     "leakcheck::probe::generations::",
@@ -17,7 +20,6 @@ const ALLOCATOR: [&str; 25] = [
     "do_rallocx",
     "imalloc",
     "ialloc",
-    "irallocx",
     "ixallocx",
     "malloc",
     "calloc",

@@ -209,6 +209,10 @@ pub(crate) fn notes(r: &RunReport) -> Vec<String> {
                 1 => format!("cycle {}", site.first_cycle),
                 n => format!("{n} cycles ({}-{})", site.first_cycle, site.last_cycle),
             };
+            let cycles = match site.growths {
+                0 | 1 => cycles,
+                n => format!("{cycles}, grown by {}{n} judged cycles", if n >= 3 { "at least " } else { "" }),
+            };
             out.push(format!(
                 "  {} {} in {} allocation{} from {cycles}{} {}",
                 match (site.recurs(), site.stacked, site.drains) {

@@ -2,10 +2,12 @@
 //! the allocation generations ([`crate::probe::generations`]) — a record, not an estimate.
 //!
 //! The figures are exact, and so is the rule: a leak is an allocating site (a call stack) that
-//! holds what two or more judged cycles allocated. Residue in scattered cycles is not enough by
-//! itself: a one-time initialisation reached late (a fault path firing for the first time)
-//! leaves residue in one cycle, from its own site. Recurrence across cycles at one site is what
-//! makes a leak, whether it fires every cycle or once in a hundred.
+//! holds what two or more judged cycles allocated, or a block that two or more judged cycles
+//! grew (a container kept across cycles that keeps growing: each growth moves it to a new
+//! block, so it is one block of one cycle at any time). Residue in scattered cycles is not
+//! enough by itself: a one-time initialisation reached late (a fault path firing for the first
+//! time) leaves residue in one cycle, from its own site. Recurrence across cycles at one site is
+//! what makes a leak, whether it fires every cycle or once in a hundred.
 
 use serde::{Deserialize, Serialize};
 
@@ -57,7 +59,7 @@ impl RetainedSite {
     /// initialisation reached late, a first fault's path); a stack that drains keeps state and
     /// turns it over.
     pub fn recurs(&self) -> bool {
-        self.stacked && !self.drains && self.cycles_holding >= 2
+        self.stacked && ((!self.drains && self.cycles_holding >= 2) || self.growths >= 2)
     }
 }
 
@@ -94,6 +96,10 @@ pub struct RetainedSite {
     pub first_cycle: u64,
     /// The last of them.
     pub last_cycle: u64,
+    /// The most judged cycles that grew one block it holds (counted up to 3): a container kept
+    /// across cycles, reallocated larger. Two or more is a leak, whatever the stack gave back.
+    #[serde(default)]
+    pub growths: u8,
 }
 
 /// One allocation a judged cycle made and that is still live, for [`sites`].
@@ -103,6 +109,8 @@ pub(crate) struct Held {
     pub size: u64,
     /// The allocating stack's id, when it was taken.
     pub stack: Option<u32>,
+    /// Judged cycles that grew this block (up to 3).
+    pub growths: u8,
 }
 
 #[derive(Default)]
@@ -110,6 +118,7 @@ struct Group {
     bytes: i64,
     allocations: i64,
     cycles: std::collections::BTreeSet<u64>,
+    growths: u8,
 }
 
 impl Group {
@@ -117,6 +126,7 @@ impl Group {
         self.bytes += h.size as i64;
         self.allocations += 1;
         self.cycles.insert(h.cycle);
+        self.growths = self.growths.max(h.growths);
     }
 }
 
@@ -154,6 +164,7 @@ pub(crate) fn sites(
         cycles_holding: g.cycles.len() as u64,
         first_cycle: g.cycles.first().copied().unwrap_or(0),
         last_cycle: g.cycles.last().copied().unwrap_or(0),
+        growths: g.growths,
     };
     let mut out: Vec<RetainedSite> = stacked
         .into_iter()
@@ -287,7 +298,7 @@ mod tests {
     }
 
     fn held(cycle: u64, size: u64, stack: Option<u32>) -> Held {
-        Held { cycle, size, stack }
+        Held { cycle, size, stack, growths: 0 }
     }
 
     fn name(id: u32) -> Vec<String> {
@@ -345,5 +356,19 @@ mod tests {
         assert_eq!(verdict(r).verdict, Verdict::Clean);
         // The same blocks from a stack that never gave anything back: a leak.
         assert!(sites(&queue, &name, &no_drain)[0].recurs());
+    }
+
+    #[test]
+    fn a_block_grown_by_two_judged_cycles_is_a_leak() {
+        // A list kept across cycles: one block, from the cycle that last doubled it.
+        let grown = |growths| [Held { cycle: 128, size: 131_072, stack: Some(5), growths }];
+        for (growths, leak) in [(0, false), (1, false), (2, true), (3, true)] {
+            let s = sites(&grown(growths), &name, &|_| true);
+            assert_eq!(s[0].recurs(), leak, "growths {growths}");
+            assert_eq!(s[0].growths, growths);
+        }
+        // Without its stack it never decides.
+        let unstacked = [Held { cycle: 128, size: 131_072, stack: None, growths: 3 }];
+        assert!(!sites(&unstacked, &name, &no_drain)[0].recurs());
     }
 }

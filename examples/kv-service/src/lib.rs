@@ -76,7 +76,10 @@ fn fault(ctx: &CycleCtx<'_>, point: &'static str) -> Result<(), KvError> {
 #[derive(Debug)]
 pub struct KvService {
     dir: PathBuf,
-    cache: TrackedCache,
+    /// Shared by every open; let go of when the run is over ([`Lifecycle::let_go`]), made again
+    /// if the service is opened after that.
+    cache: Option<TrackedCache>,
+    cache_bytes: usize,
     written: u64,
     /// The last record acknowledged to a client: (key, value).
     acknowledged: Option<(Vec<u8>, Vec<u8>)>,
@@ -99,10 +102,19 @@ impl KvService {
     pub fn new(dir: impl Into<PathBuf>, ledger: &Ledger, cache_bytes: usize) -> std::io::Result<Self> {
         let dir = dir.into();
         std::fs::create_dir_all(&dir)?;
-        let cache = TrackedCache::new_lru(ledger, cache_bytes);
-        // One cache for the service's lifetime, shared by every open: not a leak.
-        ledger.declare_shared(cache.token());
-        Ok(KvService { dir, cache, written: 0, acknowledged: None, bug: None })
+        let mut service = KvService { dir, cache: None, cache_bytes, written: 0, acknowledged: None, bug: None };
+        service.cache(ledger);
+        Ok(service)
+    }
+
+    /// The cache shared by every open, made when there is none.
+    fn cache(&mut self, ledger: &Ledger) -> &TrackedCache {
+        self.cache.get_or_insert_with(|| {
+            let cache = TrackedCache::new_lru(ledger, self.cache_bytes);
+            // One cache for the service's lifetime, shared by every open: not a leak.
+            ledger.declare_shared(cache.token());
+            cache
+        })
     }
 
     /// The same service with a planted mistake.
@@ -111,13 +123,13 @@ impl KvService {
         self
     }
 
-    fn options(&self, ledger: &Ledger) -> (TrackedOptions, [TrackedCfDescriptor; 2]) {
+    fn options(&mut self, ledger: &Ledger) -> (TrackedOptions, [TrackedCfDescriptor; 2]) {
         let mut db = TrackedOptions::new(ledger);
         db.create_if_missing(true);
         db.create_missing_column_families(true);
         db.set_keep_log_file_num(1);
         let mut table = TrackedBlockBasedOptions::new(ledger);
-        table.set_block_cache(&self.cache);
+        table.set_block_cache(self.cache(ledger));
         let mut users = TrackedOptions::new(ledger);
         users.set_block_based_table_factory(&table);
         let mut light = TrackedBlockBasedOptions::new(ledger);
@@ -128,7 +140,7 @@ impl KvService {
         (db, [TrackedCfDescriptor::new(USERS, users), TrackedCfDescriptor::new(AUDIT, audit)])
     }
 
-    fn open_db(&self, ledger: &Ledger) -> Result<Open, KvError> {
+    fn open_db(&mut self, ledger: &Ledger) -> Result<Open, KvError> {
         let (options, cfs) = self.options(ledger);
         let db = TrackedDb::open_cf_descriptors(&options, &self.dir, cfs).map_err(|e| KvError::RocksDb("open", e))?;
         Ok(Open { db, _options: options })
@@ -221,6 +233,12 @@ impl Lifecycle for KvService {
         report
     }
 
+    /// The shared cache outlives every cycle: once the run is over, the service lets go of it,
+    /// so that what the cycles still hold after that is theirs (a leak) and not the cache's.
+    fn let_go(&mut self) {
+        self.cache = None;
+    }
+
     fn data_dir(&self) -> Option<PathBuf> {
         Some(self.dir.clone())
     }
@@ -232,13 +250,15 @@ impl Lifecycle for KvService {
     }
 
     fn describe(&self) -> StoreInfo {
-        StoreInfo::new("kv service").setting("cache_bytes", self.cache.capacity())
+        StoreInfo::new("kv service").setting("cache_bytes", self.cache_bytes)
     }
 
     fn rocksdb_memory(&self) -> Option<leakcheck::probe::RocksDbMemory> {
         // Between cycles only the shared cache is alive: what it holds is RocksDB's, not a leak.
         let mut consumers = leakcheck::probe::MemoryConsumers::new().ok()?;
-        consumers.cache(&self.cache);
+        if let Some(cache) = &self.cache {
+            consumers.cache(cache);
+        }
         consumers.read().ok()
     }
 }

@@ -46,6 +46,11 @@ static PERIOD: [AtomicU32; CLASSES] = [const { AtomicU32::new(0) }; CLASSES];
 static SEEN: [AtomicU32; CLASSES] = [const { AtomicU32::new(0) }; CLASSES];
 /// Classes focused on: every allocation's stack, whatever it costs.
 static FOCUSED: [AtomicU64; CLASSES / 64] = [const { AtomicU64::new(0) }; CLASSES / 64];
+/// Per class, the generation until which it is boosted: sampled at a larger budget (see
+/// [`boost`]); 0 never.
+static BOOSTED_UNTIL: [AtomicU32; CLASSES] = [const { AtomicU32::new(0) }; CLASSES];
+/// The most classes boosted at once: the boost's cost is bounded by this many budgets a cycle.
+pub(crate) const MAX_BOOSTED: u32 = 4;
 /// Whether any class is watched (the hook's fast path).
 static WATCHING: AtomicBool = AtomicBool::new(false);
 
@@ -57,19 +62,33 @@ fn class(size: u64) -> usize {
     }
 }
 
+/// Per class, the generation that was current when it began to be watched (when [`PERIOD`] is
+/// not 0).
+static WATCHED_AT: [AtomicU32; CLASSES] = [const { AtomicU32::new(0) }; CLASSES];
+
 /// Takes the stacks of later allocations of `size`'s watch class (all of them until [`adapt`]
-/// says the class is too common).
-pub(crate) fn watch(size: u64) {
+/// says the class is too common), from generation `now` on.
+pub(crate) fn watch(size: u64, now: u32) {
     let c = class(size);
-    let _ = PERIOD[c].compare_exchange(0, 1, Ordering::Relaxed, Ordering::Relaxed);
+    if PERIOD[c].compare_exchange(0, 1, Ordering::Relaxed, Ordering::Relaxed).is_ok() {
+        WATCHED_AT[c].store(now, Ordering::Relaxed);
+    }
     WATCHING.store(true, Ordering::Release);
 }
 
+/// The generation since which `size`'s class is watched, if it is.
+pub(crate) fn watched_since(size: u64) -> Option<u32> {
+    let c = class(size);
+    (PERIOD[c].load(Ordering::Relaxed) > 0).then(|| WATCHED_AT[c].load(Ordering::Relaxed))
+}
+
 /// Takes the stack of every later allocation of `size`'s class, however common.
-pub(crate) fn focus(size: u64) {
+pub(crate) fn focus(size: u64, now: u32) {
     let c = class(size);
     FOCUSED[c / 64].fetch_or(1 << (c % 64), Ordering::Relaxed);
-    PERIOD[c].store(1, Ordering::Relaxed);
+    if PERIOD[c].swap(1, Ordering::Relaxed) == 0 {
+        WATCHED_AT[c].store(now, Ordering::Relaxed);
+    }
     WATCHING.store(true, Ordering::Release);
 }
 
@@ -77,16 +96,40 @@ fn focused(c: usize) -> bool {
     FOCUSED[c / 64].load(Ordering::Relaxed) & (1 << (c % 64)) != 0
 }
 
+fn boosted(c: usize, now: u32) -> bool {
+    BOOSTED_UNTIL[c].load(Ordering::Relaxed) > now
+}
+
+fn boosted_count(now: u32) -> u32 {
+    (0..CLASSES).filter(|&c| boosted(c, now)).count() as u32
+}
+
+/// Samples `size`'s class at the boost budget of [`adapt`] from its next call on until
+/// generation `until` (`now` is the current one): a sampled class left something behind without
+/// a stack, and a leak among its many allocations would take that many more cycles to show at
+/// its stack. A boost lapses unless renewed, so its cost follows the need. At most
+/// [`MAX_BOOSTED`] classes at once; false when that many are boosted already (the class stays
+/// as it was).
+pub(crate) fn boost(size: u64, now: u32, until: u32) -> bool {
+    let c = class(size);
+    if !boosted(c, now) && boosted_count(now) >= MAX_BOOSTED {
+        return false;
+    }
+    BOOSTED_UNTIL[c].fetch_max(until, Ordering::Relaxed);
+    true
+}
+
 /// Sets each watched class's sampling period from its allocations since the last call, so that a
-/// class not focused on costs about `budget` stacks per call (a cycle): every allocation of a
-/// rare size, one in `seen / budget` of a common one.
-pub(crate) fn adapt(budget: u32) {
+/// class not focused on costs about `budget` stacks per call (a cycle), a boosted one about
+/// `boost_budget`: every allocation of a rare size, one in `seen / budget` of a common one.
+pub(crate) fn adapt(budget: u32, boost_budget: u32, now: u32) {
     for c in 0..CLASSES {
         let period = PERIOD[c].load(Ordering::Relaxed);
         let seen = SEEN[c].swap(0, Ordering::Relaxed);
         if period == 0 || focused(c) {
             continue;
         }
+        let budget = if boosted(c, now) { boost_budget } else { budget };
         PERIOD[c].store(seen.div_ceil(budget.max(1)).max(1), Ordering::Relaxed);
     }
 }
@@ -101,12 +144,16 @@ pub(crate) fn unwatch_all() {
     for w in &FOCUSED {
         w.store(0, Ordering::Relaxed);
     }
+    for b in &BOOSTED_UNTIL {
+        b.store(0, Ordering::Relaxed);
+    }
 }
 
-/// Classes watched now, and of them those focused on.
-pub(crate) fn watched_classes() -> (u32, u32) {
+/// Classes watched now, of them those focused on, and those boosted at generation `now`.
+pub(crate) fn watched_classes(now: u32) -> (u32, u32, u32) {
     let watched = PERIOD.iter().filter(|p| p.load(Ordering::Relaxed) > 0).count() as u32;
-    (watched, FOCUSED.iter().map(|w| w.load(Ordering::Relaxed).count_ones()).sum())
+    let focused = FOCUSED.iter().map(|w| w.load(Ordering::Relaxed).count_ones()).sum();
+    (watched, focused, boosted_count(now))
 }
 
 thread_local! {

@@ -20,12 +20,16 @@
 //!   moved, which jemalloc reports as an alloc of the new block and a dalloc of the old: the
 //!   old size leaves its generation and the new size is charged to the current one. In place or
 //!   moved is jemalloc's choice, so the record must not depend on it.
+//! - a realloc (either way) carries the old block's count of growths to the new one, adding one
+//!   when a judged cycle grows a block an earlier cycle made (a container kept across cycles
+//!   growing), and takes the stack of such a growth whatever its size. A realloc's free of the
+//!   old block does not mark its stack as draining: the block moved, it was not given back.
 
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicI64, AtomicPtr, AtomicU32, Ordering};
 
 use super::capture;
-use super::table::{Entry, STACK_OF, TABLE};
+use super::table::{Entry, MAX_GROWTHS, STACK_OF, TABLE};
 
 /// Allocations that existed before the hooks were installed (counted, not recorded: their
 /// count starts at what jemalloc reported then and only goes down).
@@ -38,6 +42,21 @@ pub(crate) const FIRST: u32 = 2;
 
 /// The generation new allocations are charged to.
 static CURRENT: AtomicU32 = AtomicU32::new(FIRST);
+/// The first generation whose growths of older blocks are counted (the run's first judged
+/// cycle); none until a run sets it.
+static GROWTHS_FROM: AtomicU32 = AtomicU32::new(u32::MAX);
+
+/// Counts growths of blocks kept across cycles from generation `from` on.
+pub(crate) fn count_growths_from(from: u32) {
+    GROWTHS_FROM.store(from, Ordering::Relaxed);
+}
+
+/// jemalloc's hook kinds of the reallocating calls (hook.h: `hook_alloc_realloc`,
+/// `hook_alloc_rallocx`, `hook_dalloc_realloc`, `hook_dalloc_rallocx`).
+const ALLOC_REALLOC: libc::c_int = 8;
+const ALLOC_RALLOCX: libc::c_int = 9;
+const DALLOC_REALLOC: libc::c_int = 3;
+const DALLOC_RALLOCX: libc::c_int = 4;
 
 thread_local! {
     /// Depth of [`bookkeeping`] on this thread: while above zero, this thread's allocations are
@@ -83,12 +102,26 @@ fn usable_size(p: *mut c_void) -> u64 {
     unsafe { tikv_jemalloc_sys::malloc_usable_size(p) as u64 }
 }
 
-fn record(p: *mut c_void, size: u64) {
+/// Growths of a block that was `old` and is now `size` bytes, made by `generation`; and whether
+/// this realloc is one (a judged cycle growing a block an earlier cycle made).
+fn growths(old: Option<Entry>, size: u64, generation: u32) -> (u8, bool) {
+    let Some(old) = old else { return (0, false) };
+    let grew = size > old.size
+        && old.generation < generation
+        && old.generation >= FIRST
+        && generation >= GROWTHS_FROM.load(Ordering::Relaxed);
+    ((old.growths + u8::from(grew)).min(MAX_GROWTHS), grew)
+}
+
+/// Records the block at `p` of usable `size`; `old` is the record of the block a realloc made it
+/// from.
+fn record(p: *mut c_void, size: u64, old: Option<Entry>) {
     let generation = charged_to();
-    let stack = if generation >= FIRST && capture::watched(size) { capture::capture() } else { 0 };
+    let (growths, grew) = growths(old, size, generation);
+    let stack = if generation >= FIRST && (grew || capture::watched(size)) { capture::capture() } else { 0 };
     let key = p as usize;
     let stacked = stack != 0 && STACK_OF.insert(key, u64::from(stack)).is_ok();
-    match TABLE.insert(key, Entry { size, generation, stacked }.pack()) {
+    match TABLE.insert(key, Entry { size, generation, stacked, growths }.pack()) {
         Ok(None) => {}
         // An address already recorded: its free was never seen. Its old entry is gone now.
         Ok(Some(old)) => {
@@ -104,35 +137,61 @@ fn record(p: *mut c_void, size: u64) {
     add(generation, size as i64, 1);
 }
 
-fn forget(p: *mut c_void, size_if_unknown: impl FnOnce() -> u64) {
+/// Removes the record of the block at `p`, and returns it. `moved`: a realloc moved the block
+/// (it was not given back).
+fn forget(p: *mut c_void, moved: bool, size_if_unknown: impl FnOnce() -> u64) -> Option<Entry> {
     match TABLE.remove(p as usize).map(Entry::unpack) {
         Some(old) => {
             if old.stacked {
                 let stack = STACK_OF.remove(p as usize);
                 // A block that outlived the cycle after its own, given back: its stack keeps
                 // state across cycles and lets it go (a queue, a cache), which a leak never does.
-                if old.generation + 1 < CURRENT.load(Ordering::Relaxed) {
+                if !moved && old.generation + 1 < CURRENT.load(Ordering::Relaxed) {
                     if let Some(id) = stack {
                         capture::mark_drained(id as u32);
                     }
                 }
             }
-            add(old.generation, -(old.size as i64), -1)
+            add(old.generation, -(old.size as i64), -1);
+            Some(old)
         }
-        None => add(BEFORE, -(size_if_unknown() as i64), -1),
+        None => {
+            add(BEFORE, -(size_if_unknown() as i64), -1);
+            None
+        }
     }
 }
 
-extern "C" fn on_alloc(_extra: *mut c_void, _kind: libc::c_int, result: *mut c_void, _raw: usize, _args: *mut usize) {
-    if !result.is_null() {
-        record(result, usable_size(result));
+extern "C" fn on_alloc(_extra: *mut c_void, kind: libc::c_int, result: *mut c_void, _raw: usize, args: *mut usize) {
+    if result.is_null() {
+        return;
     }
+    // A realloc that moved: the old block is still recorded (jemalloc calls this hook before the
+    // dalloc hook of the old block), at `args[0]` (0 for a realloc of NULL).
+    let old = if (kind == ALLOC_REALLOC || kind == ALLOC_RALLOCX) && !args.is_null() {
+        // SAFETY: jemalloc passes the call's arguments, `args_raw[3]`, the pointer first.
+        let from = unsafe { *args };
+        if from == 0 {
+            None
+        } else {
+            TABLE.get(from).map(Entry::unpack)
+        }
+    } else {
+        None
+    };
+    record(result, usable_size(result), old);
 }
 
-extern "C" fn on_dalloc(_extra: *mut c_void, _kind: libc::c_int, address: *mut c_void, _args: *mut usize) {
-    if !address.is_null() {
-        forget(address, || usable_size(address));
+extern "C" fn on_dalloc(_extra: *mut c_void, kind: libc::c_int, address: *mut c_void, args: *mut usize) {
+    if address.is_null() {
+        return;
     }
+    // The free half of a realloc that moved (a realloc to size 0 that frees has size 0).
+    let moved = (kind == DALLOC_REALLOC || kind == DALLOC_RALLOCX)
+        && !args.is_null()
+        // SAFETY: jemalloc passes the call's arguments, `args_raw[3]`: pointer, size, flags.
+        && unsafe { *args.add(1) } != 0;
+    forget(address, moved, || usable_size(address));
 }
 
 #[allow(clippy::too_many_arguments)] // jemalloc's signature
@@ -148,8 +207,8 @@ extern "C" fn on_expand(
     if address.is_null() {
         return;
     }
-    forget(address, || old_usize as u64);
-    record(address, new_usize as u64);
+    let old = forget(address, true, || old_usize as u64);
+    record(address, new_usize as u64, old);
 }
 
 /// jemalloc's `hooks_t`, field for field.

@@ -62,6 +62,10 @@ pub struct Survivor {
     /// Its allocating stack, when its size was watched when it was made ([`Generations::stack`]
     /// names it; [`OVERFLOW_STACK`] when the stacks' table was full).
     pub stack: Option<StackId>,
+    /// Cycles (from the one [`Generations::count_growths_from`] named) in which this block grew
+    /// after an earlier cycle made it, through reallocs, counted up to 3: a container kept across
+    /// cycles that keeps growing. A growth always has its stack taken.
+    pub growths: u8,
 }
 
 /// The stack of allocations whose stack was taken once the stacks' table was full
@@ -130,6 +134,12 @@ impl Generations {
     /// Starts a new generation: allocations from now on are charged to it. Returns its number.
     pub fn advance(&self) -> Generation {
         hook::advance()
+    }
+
+    /// Counts, from generation `from` on, the growths of blocks an earlier generation made (see
+    /// [`Survivor::growths`]); a run sets it to its first judged cycle's.
+    pub fn count_growths_from(&self, from: Generation) {
+        hook::count_growths_from(from);
     }
 
     /// The generation allocations are charged to now.
@@ -202,7 +212,7 @@ impl Generations {
                 .map(|(address, value)| {
                     let e = table::Entry::unpack(value);
                     let stack = if e.stacked { table::STACK_OF.get(address).map(|s| s as StackId) } else { None };
-                    Survivor { size: e.size, generation: e.generation, stack }
+                    Survivor { size: e.size, generation: e.generation, stack, growths: e.growths }
                 })
                 .collect()
         })
@@ -213,7 +223,7 @@ impl Generations {
     /// quantum, its power of two above): all of them until [`Generations::adapt`] samples a
     /// common class. An unwind costs microseconds: watch the sizes that stayed, not every size.
     pub fn watch(&self, size: u64) {
-        capture::watch(size);
+        capture::watch(size, hook::current());
     }
 
     /// Stops taking stacks.
@@ -236,19 +246,35 @@ impl Generations {
     /// Takes the stack of every later allocation of `size`'s class, however common (see
     /// [`Generations::watch`], which samples a common class).
     pub fn focus(&self, size: u64) {
-        capture::focus(size);
+        capture::focus(size, hook::current());
     }
 
     /// Sets each watched class's sampling from its allocations since the last call: a class not
     /// focused on costs about `budget` stacks until the next call (every allocation of a rare
-    /// size, one in `allocations / budget` of a common one). The runner calls it once a cycle.
-    pub fn adapt(&self, budget: u32) {
-        capture::adapt(budget);
+    /// size, one in `allocations / budget` of a common one), a boosted one about `boost_budget`.
+    /// The runner calls it once a cycle.
+    pub fn adapt(&self, budget: u32, boost_budget: u32) {
+        capture::adapt(budget, boost_budget, hook::current());
     }
 
-    /// Size classes watched now, and of them those focused on.
-    pub fn watched_classes(&self) -> (u32, u32) {
-        capture::watched_classes()
+    /// The generation since which `size`'s class is watched (its allocations from then on have
+    /// their stacks taken, or sampled), if it is.
+    pub fn watched_since(&self, size: u64) -> Option<Generation> {
+        capture::watched_since(size)
+    }
+
+    /// Samples `size`'s class at the boost budget of [`Generations::adapt`] for the next
+    /// `generations` generations (renewed, not added, by a later call): a sampled class that left
+    /// something behind without a stack. At most 4 classes are boosted at once; false when that
+    /// many are already.
+    pub fn boost(&self, size: u64, generations: u32) -> bool {
+        let now = hook::current();
+        capture::boost(size, now, now.saturating_add(generations))
+    }
+
+    /// Size classes watched now, of them those focused on, and those boosted.
+    pub fn watched_classes(&self) -> (u32, u32, u32) {
+        capture::watched_classes(hook::current())
     }
 
     /// The return addresses of an allocating stack, innermost first (the hooks' and the

@@ -32,13 +32,17 @@ const SHARDS: usize = 1 << SHARD_BITS;
 const MIN_SLOTS_LOG2: u32 = 10;
 
 /// A generation number is the low 24 bits of a slot's value, then one bit says whether the
-/// allocation's stack was taken, and the usable size is the high 39.
+/// allocation's stack was taken, two count the cycles it grew in (see [`Entry::growths`]), and
+/// the usable size is the high 37.
 pub(crate) const GENERATION_BITS: u32 = 24;
 /// The largest generation a slot can hold.
 pub(crate) const MAX_GENERATION: u32 = (1 << GENERATION_BITS) - 1;
 const STACKED_BIT: u64 = 1 << GENERATION_BITS;
-const SIZE_SHIFT: u32 = GENERATION_BITS + 1;
-/// The largest size a slot can hold exactly (512 GiB); larger ones are clamped (none exist on a
+const GROWTHS_SHIFT: u32 = GENERATION_BITS + 1;
+/// The most growths a slot counts (more are counted as this many).
+pub(crate) const MAX_GROWTHS: u8 = 3;
+const SIZE_SHIFT: u32 = GROWTHS_SHIFT + 2;
+/// The largest size a slot can hold exactly (128 GiB); larger ones are clamped (none exist on a
 /// machine this tool runs on).
 const MAX_SIZE: u64 = (1 << (64 - SIZE_SHIFT)) - 1;
 
@@ -59,11 +63,16 @@ pub(crate) struct Entry {
     pub generation: u32,
     /// Whether its allocating stack was taken (it is then in [`STACK_OF`]).
     pub stacked: bool,
+    /// Judged cycles in which this block grew (a realloc, moved or in place, to a larger size)
+    /// after a cycle before made it, counted along the chain of reallocs up to [`MAX_GROWTHS`]:
+    /// a container kept across cycles that keeps growing.
+    pub growths: u8,
 }
 
 impl Entry {
     pub(crate) fn pack(self) -> u64 {
         (self.size.min(MAX_SIZE) << SIZE_SHIFT)
+            | (u64::from(self.growths.min(MAX_GROWTHS)) << GROWTHS_SHIFT)
             | if self.stacked { STACKED_BIT } else { 0 }
             | u64::from(self.generation.min(MAX_GENERATION))
     }
@@ -73,6 +82,7 @@ impl Entry {
             size: value >> SIZE_SHIFT,
             generation: (value & u64::from(MAX_GENERATION)) as u32,
             stacked: value & STACKED_BIT != 0,
+            growths: ((value >> GROWTHS_SHIFT) & u64::from(MAX_GROWTHS)) as u8,
         }
     }
 }
@@ -416,17 +426,22 @@ mod tests {
     }
 
     fn entry(size: u64, generation: u32) -> u64 {
-        Entry { size, generation, stacked: false }.pack()
+        Entry { size, generation, stacked: false, growths: 0 }.pack()
     }
 
     #[test]
-    fn entries_pack_size_generation_and_stacked() {
-        let e = Entry { size: 12_345_678, generation: 4_000_000, stacked: true };
+    fn entries_pack_size_generation_stacked_and_growths() {
+        let e = Entry { size: 12_345_678, generation: 4_000_000, stacked: true, growths: 2 };
         assert_eq!(Entry::unpack(e.pack()), e);
-        let f = Entry { size: 1 << 38, generation: 0, stacked: false };
+        let f = Entry { size: 1 << 36, generation: 0, stacked: false, growths: 0 };
         assert_eq!(Entry::unpack(f.pack()), f);
-        let huge = Entry { size: u64::MAX, generation: u32::MAX, stacked: false };
-        assert_eq!(Entry::unpack(huge.pack()), Entry { size: MAX_SIZE, generation: MAX_GENERATION, stacked: false });
+        let g = Entry { size: 16, generation: MAX_GENERATION, stacked: false, growths: MAX_GROWTHS };
+        assert_eq!(Entry::unpack(g.pack()), g);
+        let huge = Entry { size: u64::MAX, generation: u32::MAX, stacked: false, growths: u8::MAX };
+        assert_eq!(
+            Entry::unpack(huge.pack()),
+            Entry { size: MAX_SIZE, generation: MAX_GENERATION, stacked: false, growths: MAX_GROWTHS }
+        );
     }
 
     #[test]
