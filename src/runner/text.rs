@@ -204,6 +204,20 @@ pub(crate) fn notes(r: &RunReport) -> Vec<String> {
     }
     if let Some(ret) = r.signal(crate::Signal::RetainedBytes).and_then(|s| s.retained.as_ref()) {
         out.push(retained_line(ret));
+        let undecided: Vec<String> = r
+            .verdict
+            .signals
+            .iter()
+            .filter(|s| s.informational && s.verdict == Verdict::Inconclusive)
+            .filter(|s| matches!(s.family(), crate::Signal::UnexplainedBytes | crate::Signal::BytesPerFiring))
+            .map(|s| s.signal.to_string())
+            .collect();
+        if !undecided.is_empty() {
+            out.push(format!(
+                "{}: undecided by the counter's growth rule, shown, not judged: retained_bytes recorded what the cycles allocated",
+                undecided.join(", ")
+            ));
+        }
         for site in ret.sites.iter().take(5) {
             let cycles = match site.cycles_holding {
                 1 => format!("cycle {}", site.first_cycle),

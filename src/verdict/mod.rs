@@ -490,12 +490,19 @@ impl RunVerdict {
     /// and lets it decide the run: a site that holds what two or more judged cycles allocated is
     /// a leak whatever the aggregate byte count says (a leak beside memory given back, or too
     /// small for the counter's noise).
+    ///
+    /// A judged clean `retained_bytes` has recorded exactly the allocations jemalloc's counter
+    /// sums: the counter's growth rule (`unexplained_bytes`, `bytes_per_firing.*`) no longer
+    /// holds the run undecided, and an inconclusive one is shown, not judged. A leak it found
+    /// still counts (growth of what it sums is evidence the record may have judged without a
+    /// stack: a leak's first firings, before their size was watched).
     pub(crate) fn add_retained(&mut self, v: SignalVerdict) {
         let at = self
             .signals
             .iter()
             .position(|s| !crate::signal::Signal::STATISTICAL.contains(&s.family()))
             .unwrap_or(self.signals.len());
+        let recorded_clean = !v.informational && v.verdict == Verdict::Clean;
         if !v.informational {
             self.verdict = self.verdict.worst(v.verdict);
             if v.verdict == Verdict::Leak {
@@ -503,6 +510,21 @@ impl RunVerdict {
             }
         }
         self.signals.insert(at, v);
+        if recorded_clean {
+            let counted = [crate::signal::Signal::UnexplainedBytes, crate::signal::Signal::BytesPerFiring];
+            for s in self
+                .signals
+                .iter_mut()
+                .filter(|s| counted.contains(&s.family()) && !s.informational && s.verdict == Verdict::Inconclusive)
+            {
+                s.informational = true;
+            }
+            let mut verdict = aggregate(&self.signals);
+            if let Some(b) = &self.baseline_return {
+                verdict = verdict.worst(b.verdict);
+            }
+            self.verdict = verdict;
+        }
     }
 
     /// Marks the byte signals unavailable for `reason` (native allocations do not show in

@@ -358,6 +358,50 @@ mod tests {
         assert!(sites(&queue, &name, &no_drain)[0].recurs());
     }
 
+    /// A run whose counter's growth rule could not decide, `unexplained_bytes` inconclusive.
+    fn undecided_run() -> crate::verdict::RunVerdict {
+        let counter = SignalVerdict::undecided(Signal::UnexplainedBytes.into(), Rule::Exact { expected: 0.0 });
+        crate::verdict::RunVerdict {
+            verdict: Verdict::Inconclusive,
+            signals: vec![counter],
+            leak_rate: None,
+            rules_out: None,
+            baseline_return: None,
+            bytes_unavailable: None,
+            judged_at_cycles: None,
+        }
+    }
+
+    #[test]
+    fn a_judged_clean_record_decides_where_the_counter_could_not() {
+        let clean = || verdict(Retained::of(20, 198, [(37, live(512))]));
+        let mut run = undecided_run();
+        run.add_retained(clean());
+        assert_eq!(run.verdict, Verdict::Clean);
+        let counter = run.signal(Signal::UnexplainedBytes).map(|s| (s.verdict, s.informational));
+        assert_eq!(counter, Some((Verdict::Inconclusive, true)), "shown, not judged");
+        // Shown only (declared-shared handles alive): the counter still holds the run.
+        let mut run = undecided_run();
+        let mut shown = clean();
+        shown.informational = true;
+        run.add_retained(shown);
+        assert_eq!(run.verdict, Verdict::Inconclusive);
+        // A leak the counter found still counts.
+        let mut run = undecided_run();
+        run.signals[0].verdict = Verdict::Leak;
+        run.verdict = Verdict::Leak;
+        run.add_retained(clean());
+        assert_eq!(run.verdict, Verdict::Leak);
+        // A leak the record found decides.
+        let mut run = undecided_run();
+        let leak = [held(60, 8, Some(7)), held(160, 8, Some(7))];
+        run.add_retained(verdict(
+            Retained::of(20, 198, [(60, live(8)), (160, live(8))]).with_sites(sites(&leak, &name, &no_drain)),
+        ));
+        assert_eq!(run.verdict, Verdict::Leak);
+        assert!(!run.signal(Signal::UnexplainedBytes).is_some_and(|s| s.informational));
+    }
+
     #[test]
     fn a_block_grown_by_two_judged_cycles_is_a_leak() {
         // A list kept across cycles: one block, from the cycle that last doubled it.
