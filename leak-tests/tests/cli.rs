@@ -106,24 +106,34 @@ fn check_with_native_allocations_invisible_exits_3_not_0() {
 }
 
 /// Past --cycles, check goes on while the memory verdict is inconclusive, deciding every 10
-/// cycles, and never beyond --max-cycles. 30 cycles (10 after warm-up) are below the evidence
-/// floor: inconclusive with the cycles still needed, never leak or clean.
+/// cycles, and never beyond --max-cycles. Judged by jemalloc's counter alone (`--generations
+/// off`), 30 cycles (10 after warm-up) are below the evidence floor: inconclusive with the cycles
+/// still needed, never leak or clean. With the allocation generations (the default), the record
+/// decides those 30 cycles: clean, the counter's undecided rule shown, not judged.
 #[test]
 fn check_goes_on_while_inconclusive_up_to_max_cycles() {
-    let run = |max: &str| -> (i32, RunReport) {
-        let mut args = vec!["check", "--cycles", "30", "--max-cycles", max, "--json"];
+    let run = |max: &str, generations: &str| -> (i32, RunReport) {
+        let mut args = vec!["check", "--cycles", "30", "--max-cycles", max, "--generations", generations, "--json"];
         args.extend(SMALL);
         let out = leakcheck(&args);
         assert!([0, 3].contains(&code(&out)), "stderr: {}", String::from_utf8_lossy(&out.stderr));
         (code(&out), serde_json::from_slice(&out.stdout).expect("report"))
     };
-    let (exit, fixed) = run("30");
+    let (exit, fixed) = run("30", "off");
     assert_eq!((exit, fixed.verdict.verdict), (3, Verdict::Inconclusive));
     assert_eq!((fixed.cycles_run, fixed.settings.max_cycles), (30, Some(30)));
     let bytes = fixed.signal(Signal::UnexplainedBytes).expect("bytes signal");
     assert_eq!(bytes.verdict, Verdict::Inconclusive);
     assert!(bytes.more_cycles_needed.is_some_and(|n| n >= 20), "{bytes:?}");
-    let (_, r) = run("400");
+
+    let (exit, recorded) = run("30", "on");
+    assert_eq!((exit, recorded.verdict.verdict, recorded.cycles_run), (0, Verdict::Clean, 30));
+    let retained = recorded.signal(Signal::RetainedBytes).expect("retained_bytes");
+    assert!(retained.verdict == Verdict::Clean && !retained.informational, "{retained:?}");
+    let bytes = recorded.signal(Signal::UnexplainedBytes).expect("bytes signal");
+    assert!(bytes.verdict != Verdict::Inconclusive || bytes.informational, "{bytes:?}");
+
+    let (_, r) = run("400", "off");
     assert!((30..=400).contains(&r.cycles_run), "{}", r.cycles_run);
     assert_eq!((r.cycles_run - 30) % 10, 0, "decided only at checkpoints: {}", r.cycles_run);
     if r.cycles_run < 400 {
