@@ -3,7 +3,7 @@
 //! rewritten every 25 cycles, samples.csv appended), and the time per cycle over the first and
 //! the last tenth of the run, read from the samples' clock, with the peak RSS.
 //!
-//! `cargo bench --bench soak_cost -- [CYCLES]` (default 100,000). Target (issue 23): the last
+//! `cargo bench --bench soak_cost -- [CYCLES] [--generations on|off]` (default 100,000, on). Target (issue 23): the last
 //! tenth within 2x of the first; the peak RSS printed.
 
 use std::convert::Infallible;
@@ -75,17 +75,21 @@ struct Args {
     /// Cycles to soak.
     #[arg(default_value_t = 100_000, value_parser = clap::value_parser!(u64).range(runner::MIN_CYCLES..))]
     cycles: u64,
+    /// Record allocation generations (on, the soak default) or not (off), to compare the two.
+    #[arg(long, default_value = "on", value_parser = ["on", "off"])]
+    generations: String,
     /// Passed by `cargo bench`.
     #[arg(long, hide = true)]
     bench: bool,
 }
 
 fn main() -> Result<(), String> {
-    let Args { cycles, .. } = clap::Parser::parse();
+    let Args { cycles, generations, .. } = clap::Parser::parse();
     let report = tempfile::tempdir().map_err(|e| e.to_string())?;
     let mut opts = RunOptions::new(Mode::Soak);
     opts.cycles = Some(cycles);
     opts.report = Some(report.path().to_path_buf());
+    opts.generations = generations == "on";
     let start = Instant::now();
     let outcome = runner::run(&opts, |_| Ok::<_, Infallible>(Nothing)).map_err(|e| e.to_string())?;
     let elapsed = start.elapsed().as_secs_f64();
@@ -96,6 +100,14 @@ fn main() -> Result<(), String> {
         "soak_cost: first tenth {first:.4} ms/cycle, last tenth {last:.4} ms/cycle, ratio {:.2} (target at most 2)",
         last / first
     );
+    let g = &outcome.report.generations;
+    let how = match (g.available, &g.mechanism, &g.notice) {
+        (true, Some(m), _) => format!("recorded by {m}"),
+        (true, None, _) => "recorded".to_string(),
+        (false, _, Some(n)) => n.clone(),
+        (false, _, None) => "not recorded".to_string(),
+    };
+    println!("soak_cost: {how}; {} stacks taken, {} generations listed", g.stacks_taken, g.generations.len());
     println!(
         "soak_cost: peak RSS {} KiB, report.json {json} B",
         peak_rss_kib().map_or_else(|| "unknown".to_string(), |k| k.to_string())

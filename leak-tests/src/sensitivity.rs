@@ -56,6 +56,17 @@ pub struct Detection {
     /// With a clean verdict: the smallest continuing leak it rules out, bytes per cycle.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rules_out_per_cycle: Option<f64>,
+    /// Complete runs made ([`time_to_verdict`] runs ever longer ones until one decides; 1
+    /// otherwise).
+    #[serde(default = "one")]
+    pub runs: u32,
+    /// Cycles of all those runs together.
+    #[serde(default)]
+    pub cycles_in_all: u64,
+}
+
+fn one() -> u32 {
+    1
 }
 
 fn inconclusive() -> Verdict {
@@ -72,6 +83,8 @@ impl Detection {
             slope_per_cycle: found.slope,
             verdict: found.verdict,
             rules_out_per_cycle: found.rules_out,
+            runs: 1,
+            cycles_in_all: found.cycles_run,
         }
     }
 }
@@ -121,8 +134,9 @@ enum StopAt {
     Never,
     /// At the first leak verdict: a retained handle, or the bytes signal at a look.
     Leak,
-    /// At the first decided verdict: a leak as above, or a look at which every signal is clean.
-    Verdict,
+    /// At a retained handle only: otherwise the run goes to its end, where the whole verdict
+    /// (the allocation generations' `retained_bytes` with it) is read.
+    Handle,
 }
 
 /// What a run found.
@@ -135,6 +149,8 @@ struct Found {
     verdict: Verdict,
     /// A clean verdict's bound on a continuing leak, bytes per cycle.
     rules_out: Option<f64>,
+    /// Cycles the run made.
+    cycles_run: u64,
 }
 
 fn run<L: Lifecycle>(
@@ -158,15 +174,12 @@ fn run<L: Lifecycle>(
             return ControlFlow::Break(());
         }
         let n = p.samples.len();
-        if stop != StopAt::Never && n >= analysis.warmup_cycles + 2 * CHECK_EVERY && n % CHECK_EVERY == 0 {
+        if stop == StopAt::Leak && n >= analysis.warmup_cycles + 2 * CHECK_EVERY && n % CHECK_EVERY == 0 {
             looks += 1;
             let v = p.analysis.judge(Look::interim(looks));
             if let Some(s) = v.signal(BYTES_SIGNAL) {
                 slope = s.estimate.map(|e| e.value);
-                // Clean is the whole verdict's (every signal, the exact ones included), not only
-                // the bytes signal's.
-                let stops = s.verdict == Verdict::Leak || (stop == StopAt::Verdict && v.verdict == Verdict::Clean);
-                if stops {
+                if s.verdict == Verdict::Leak {
                     (found, decided, rules_out) = (Some(p.record.cycle + 1), s.verdict, s.rules_out_per_cycle());
                     return ControlFlow::Break(());
                 }
@@ -174,16 +187,42 @@ fn run<L: Lifecycle>(
         }
         ControlFlow::Continue(())
     })?;
+    let cycles_run = report.cycles_run;
     if found.is_some() {
-        return Ok(Found { cycles: found, slope, verdict: decided, rules_out });
+        return Ok(Found { cycles: found, slope, verdict: decided, rules_out, cycles_run });
     }
     let bytes = report.verdict.signal(BYTES_SIGNAL);
+    // A counter shown, not judged (the generations decided) bounds nothing the verdict states.
+    let judged = bytes.filter(|s| !s.informational);
+    let (verdict, cycles) = match stop {
+        // The whole verdict at the run's end, the generations' retained_bytes with it.
+        StopAt::Handle => {
+            let v = report.verdict.verdict;
+            (v, (v != Verdict::Inconclusive).then_some(cycles_run))
+        }
+        _ => (bytes.map_or(Verdict::Inconclusive, |s| s.verdict), None),
+    };
     Ok(Found {
-        cycles: None,
+        cycles,
         slope: bytes.and_then(|s| s.estimate).map(|e| e.value),
-        verdict: bytes.map_or(Verdict::Inconclusive, |s| s.verdict),
-        rules_out: bytes.and_then(leakcheck::SignalVerdict::rules_out_per_cycle),
+        verdict,
+        rules_out: judged.and_then(leakcheck::SignalVerdict::rules_out_per_cycle),
+        cycles_run,
     })
+}
+
+/// The lengths of the complete runs [`time_to_verdict`] makes, shortest first: from the warm-up
+/// and 2 more cycles (one judged cycle, and the youngest, which is never judged) one cycle longer
+/// each time up to 16 judged cycles, then a quarter longer each time; the last is `max_cycles`.
+fn run_lengths(warmup: u64, max_cycles: u64) -> Vec<u64> {
+    let mut lengths = Vec::new();
+    let mut n = warmup + 2;
+    while n < max_cycles {
+        lengths.push(n);
+        n = if n < warmup + 16 { n + 1 } else { n + n.div_ceil(4) };
+    }
+    lengths.push(max_cycles);
+    lengths
 }
 
 /// A leak planted in the fresh-DB loop for [`time_to_verdict`], each cycle.
@@ -219,26 +258,48 @@ impl Planted {
     }
 }
 
-/// Runs the fresh-DB loop with `planted` until its verdict is decided, for at most
-/// `max_cycles`: a retained handle is a leak at once; otherwise the verdict is looked at every
-/// 5 cycles past the warm-up, and the run stops at the first look whose bytes signal says leak,
-/// or at which every signal is clean.
+/// The shortest complete run of the fresh-DB loop with `planted` whose verdict is decided: runs of
+/// ever more cycles (the warm-up and 2 more first, at most `max_cycles`), each judged whole at its
+/// end as `check` judges one (the allocation generations' `retained_bytes` included), until one
+/// says leak or clean. A retained handle is a leak at once, in the cycle that retained it.
 ///
 /// # Errors
 /// When the scenario's directory cannot be prepared or watched.
 pub fn time_to_verdict(planted: Planted, dir: &Path, max_cycles: u64) -> Result<Detection, HarnessError> {
     let start = Instant::now();
-    crate::create_store_dir(dir)?;
-    let ledger = Ledger::with_depth(Depth::Counts);
     let bytes = if planted == Planted::Malloc1k { 1024 } else { 0 };
-    let store = PlantedMalloc::new(FreshDbLoop::new(dir, 100), bytes, max_cycles);
-    let mut store = match planted {
-        Planted::ForgetOptions => store.forgetting_options(),
-        Planted::ParkOptions => store.parking_options(),
-        Planted::Nothing | Planted::Malloc1k => store,
-    };
-    let found = run(&mut store, &ledger, max_cycles, warmup_of(Scenario::FreshDb), StopAt::Verdict)?;
-    Ok(Detection::of(Scenario::FreshDb, bytes, found, start))
+    let warmup = warmup_of(Scenario::FreshDb);
+    let (mut runs, mut cycles_in_all) = (0, 0);
+    let mut last = None;
+    for cycles in run_lengths(warmup as u64, max_cycles.max(1)) {
+        let run_dir = dir.join(format!("run-{cycles}"));
+        crate::create_store_dir(&run_dir)?;
+        let ledger = Ledger::with_depth(Depth::Counts);
+        let store = PlantedMalloc::new(FreshDbLoop::new(&run_dir, 100), bytes, cycles);
+        let mut store = match planted {
+            Planted::ForgetOptions => store.forgetting_options(),
+            Planted::ParkOptions => store.parking_options(),
+            Planted::Nothing | Planted::Malloc1k => store,
+        };
+        let found = run(&mut store, &ledger, cycles, warmup, StopAt::Handle)?;
+        runs += 1;
+        cycles_in_all += found.cycles_run;
+        let decided = found.cycles.is_some();
+        last = Some(found);
+        if decided {
+            break;
+        }
+    }
+    let found = last.unwrap_or(Found {
+        cycles: None,
+        slope: None,
+        verdict: Verdict::Inconclusive,
+        rules_out: None,
+        cycles_run: 0,
+    });
+    let mut d = Detection::of(Scenario::FreshDb, bytes, found, start);
+    (d.runs, d.cycles_in_all) = (runs, cycles_in_all);
+    Ok(d)
 }
 
 /// Runs `scenario` with a planted leak of `leak` bytes per cycle for at most `max_cycles`,

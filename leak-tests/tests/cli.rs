@@ -142,6 +142,25 @@ fn check_goes_on_while_inconclusive_up_to_max_cycles() {
     assert_eq!(r.settings.max_cycles, Some(400));
 }
 
+/// A short complete run decides on the allocation generations: 1 KiB of C malloc a cycle is a
+/// leak, and the clean loop clean, within a few cycles past the 5-cycle warm-up (the counter's
+/// growth rule needed 36). `--leak none` can only be clean because retained_bytes judged it.
+#[test]
+fn time_to_verdict_decides_in_a_few_cycles() {
+    let run = |leak: &str| -> (i32, serde_json::Value) {
+        let out = leakcheck(&["time-to-verdict", "--leak", leak, "--max-cycles", "60", "--json"]);
+        assert!([0, 1].contains(&code(&out)), "{leak}: stderr {}", String::from_utf8_lossy(&out.stderr));
+        (code(&out), serde_json::from_slice(&out.stdout).expect("time-to-verdict JSON"))
+    };
+    for (leak, exit, verdict) in [("malloc-1k", 1, "leak"), ("none", 0, "clean")] {
+        let (code, d) = run(leak);
+        assert_eq!((code, d["verdict"].as_str()), (exit, Some(verdict)), "{leak}: {d}");
+        let cycles = d["cycles_to_verdict"].as_u64().expect("cycles_to_verdict");
+        assert!((7..=12).contains(&cycles), "{leak}: decided after {cycles} cycles: {d}");
+        assert!(d["cycles_in_all"].as_u64().is_some_and(|all| all >= cycles), "{d}");
+    }
+}
+
 #[test]
 fn check_with_a_planted_leak_exits_1_and_names_the_signal() {
     let mut args = vec![

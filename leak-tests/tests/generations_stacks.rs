@@ -62,7 +62,7 @@ fn watched_sizes_have_their_stacks_named_and_others_none() {
     assert!(of_size(g, generation, 3072).is_empty());
     assert!(of_size(g, generation, 5120).is_empty());
     g.unwatch_all();
-    assert_eq!(g.watched_classes(), (0, 0, 0));
+    assert_eq!(g.watched_classes(), (0, 0, 0, 0));
 
     // A block kept across generations and grown in two later ones: its growths counted along the
     // reallocs (moved or in place), each growth's stack taken though no size is watched. A

@@ -46,6 +46,10 @@ pub struct GenerationsReport {
     /// without a stack).
     #[serde(default)]
     pub boosted_sizes: u32,
+    /// Of them, those sampled at the end: more allocations a cycle than the stack budget, so that
+    /// not every allocation had its stack taken.
+    #[serde(default)]
+    pub sampled_sizes: u32,
     /// Declared-shared handles still alive after the store's `Lifecycle::let_go`: when any is,
     /// `retained_bytes` is shown, not judged.
     #[serde(default)]
@@ -265,6 +269,7 @@ impl RunGenerations {
             watched_sizes: classes.0,
             focused_sizes: classes.1,
             boosted_sizes: classes.2,
+            sampled_sizes: classes.3,
         }
     }
 }

@@ -161,6 +161,28 @@ pub(crate) fn retained_line(r: &crate::verdict::Retained) -> String {
     line
 }
 
+/// What a clean `retained_bytes` rules out: any allocating stack that kept what two of the judged
+/// cycles allocated, whatever its size, exactly where every allocation of the size had its stack
+/// taken, and where the size was sampled once two of the leak's sampled blocks stay.
+pub(crate) fn retained_rules_out(r: &crate::verdict::Retained, g: &crate::harness::GenerationsReport) -> String {
+    let mut line = format!(
+        "retained_bytes clean: rules out a leak of any size that kept, at one allocating stack, what 2 or more of \
+         cycles {}-{} allocated (a leak from cycle {} on shows by cycle {})",
+        r.from_cycle,
+        r.to_cycle,
+        r.from_cycle,
+        r.from_cycle + 2
+    );
+    if g.sampled_sizes > 0 {
+        line.push_str(&format!(
+            "; {} of the {} sizes left behind were sampled at the end (more allocations a cycle than stacks taken): a \
+             leak among them shows once 2 of its sampled blocks stay",
+            g.sampled_sizes, g.watched_sizes
+        ));
+    }
+    line
+}
+
 /// What the signal table's columns mean.
 pub(crate) const SIGNAL_TABLE_NOTE: &str = "per cycle: growth over the later half of the judged cycles; verdicts in \
      parentheses are raw signals shown for reference, the run is judged on the net ones, after what RocksDB accounts \
@@ -202,8 +224,12 @@ pub(crate) fn notes(r: &RunReport) -> Vec<String> {
     if let Some(notice) = r.generations.notice.as_ref() {
         out.push(notice.clone());
     }
-    if let Some(ret) = r.signal(crate::Signal::RetainedBytes).and_then(|s| s.retained.as_ref()) {
+    let retained = r.signal(crate::Signal::RetainedBytes);
+    if let Some(ret) = retained.and_then(|s| s.retained.as_ref()) {
         out.push(retained_line(ret));
+        if retained.is_some_and(|s| s.verdict == Verdict::Clean && !s.informational) {
+            out.push(retained_rules_out(ret, &r.generations));
+        }
         let undecided: Vec<String> = r
             .verdict
             .signals

@@ -253,12 +253,25 @@ impl Retained {
     }
 }
 
+/// Judged cycles a clean `retained_bytes` needs: a leak that fires in every cycle from the first
+/// judged one leaves its first block before its size is watched (no stack), and is stacked from
+/// the next cycle on; recurrence at one stack needs two stacked cycles. With fewer judged cycles
+/// nothing is ruled out, and the row is inconclusive (a leak already recurring is still a leak).
+pub(crate) const MIN_JUDGED_CYCLES: u64 = 3;
+
 /// The `retained_bytes` row: a leak when an allocating site holds what two or more judged cycles
 /// allocated (the estimate is those sites' bytes per judged cycle), else clean (what single
 /// cycles keep is listed, not judged).
 pub(crate) fn verdict(r: Retained) -> SignalVerdict {
     let mut v = SignalVerdict::undecided(Signal::RetainedBytes.into(), Rule::Exact { expected: 0.0 });
-    v.verdict = if r.leaks() { Verdict::Leak } else { Verdict::Clean };
+    v.verdict = match (r.leaks(), r.cycles()) {
+        (true, _) => Verdict::Leak,
+        (false, judged) if judged < MIN_JUDGED_CYCLES => {
+            v.more_cycles_needed = Some(MIN_JUDGED_CYCLES - judged);
+            Verdict::Inconclusive
+        }
+        (false, _) => Verdict::Clean,
+    };
     v.cycles = r.cycles() as usize;
     let per_cycle = r.recurring_bytes as f64 / r.cycles().max(1) as f64;
     v.estimate = Some(Estimate::new(per_cycle, per_cycle, per_cycle));
@@ -275,6 +288,21 @@ mod tests {
 
     fn live(bytes: i64) -> Live {
         Live { bytes, allocations: i64::from(bytes != 0) }
+    }
+
+    #[test]
+    fn too_few_judged_cycles_rule_out_nothing() {
+        // Cycles 5-6 judged: a leak from cycle 5 on would have one stacked block at most.
+        let short = Retained::of(5, 6, [(5, live(1024)), (6, live(1024))]);
+        let v = verdict(short);
+        assert_eq!((v.verdict, v.more_cycles_needed), (Verdict::Inconclusive, Some(1)));
+        let empty = Retained::of(5, 5, [(5, live(0))]);
+        assert_eq!(verdict(empty).more_cycles_needed, Some(2));
+        assert_eq!(verdict(Retained::of(5, 7, [(5, live(0))])).verdict, Verdict::Clean);
+        // A stack already holding two cycles' allocations is a leak however short the run.
+        let twice = [held(5, 1024, Some(4)), held(6, 1024, Some(4))];
+        let r = Retained::of(5, 6, [(5, live(1024)), (6, live(1024))]).with_sites(sites(&twice, &name, &no_drain));
+        assert_eq!(verdict(r).verdict, Verdict::Leak);
     }
 
     #[test]

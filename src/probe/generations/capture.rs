@@ -149,11 +149,13 @@ pub(crate) fn unwatch_all() {
     }
 }
 
-/// Classes watched now, of them those focused on, and those boosted at generation `now`.
-pub(crate) fn watched_classes(now: u32) -> (u32, u32, u32) {
+/// Classes watched now, of them those focused on, those boosted at generation `now`, and those
+/// sampled (fewer than every allocation's stack taken: more allocations a cycle than the budget).
+pub(crate) fn watched_classes(now: u32) -> (u32, u32, u32, u32) {
     let watched = PERIOD.iter().filter(|p| p.load(Ordering::Relaxed) > 0).count() as u32;
+    let sampled = PERIOD.iter().filter(|p| p.load(Ordering::Relaxed) > 1).count() as u32;
     let focused = FOCUSED.iter().map(|w| w.load(Ordering::Relaxed).count_ones()).sum();
-    (watched, focused, boosted_count(now))
+    (watched, focused, boosted_count(now), sampled)
 }
 
 thread_local! {

@@ -272,8 +272,8 @@ impl Generations {
         capture::boost(size, now, now.saturating_add(generations))
     }
 
-    /// Size classes watched now, of them those focused on, and those boosted.
-    pub fn watched_classes(&self) -> (u32, u32, u32) {
+    /// Size classes watched now, of them those focused on, those boosted, and those sampled.
+    pub fn watched_classes(&self) -> (u32, u32, u32, u32) {
         capture::watched_classes(hook::current())
     }
 

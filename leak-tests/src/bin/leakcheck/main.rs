@@ -124,17 +124,21 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Time to a decided verdict on the fresh-DB loop with one planted leak per cycle (or none),
-    /// then exit 1 on a leak, 0 clean, 3 undecided: the figure scripts/compare-memcheck compares
-    /// with valgrind's and heaptrack's.
+    /// Time to a decided verdict on the fresh-DB loop with one planted leak per cycle (or none):
+    /// complete runs of ever more cycles, each judged at its end as `check` judges one, until one
+    /// decides; then exit 1 on a leak, 0 clean, 3 undecided: the figure scripts/compare-memcheck
+    /// compares with valgrind's and heaptrack's.
     TimeToVerdict {
         /// `forget-options` (a tracked Options forgotten), `malloc-1k` (1 KiB of C malloc),
         /// `park-options` (a tracked Options parked in a registry, reachable at exit) or `none`.
         #[arg(long)]
         leak: String,
-        /// Give up after this many cycles.
-        #[arg(long, default_value_t = 1000)]
+        /// The longest run to try: give up after it.
+        #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..))]
         max_cycles: u64,
+        /// Print the figures as one JSON object instead of a line.
+        #[arg(long)]
+        json: bool,
     },
     /// Print one memory and OS-resource sample of this process.
     Sample {
@@ -217,7 +221,7 @@ fn dispatch(command: Command) -> Result<ExitCode> {
         Command::CleanStore { name, seed, report } => mutants::one_clean(&name, seed, report.as_deref()),
         Command::Mutant { name, cycles } => mutants::one(&name, cycles),
         Command::Sensitivity { runs, cycles, sizes, json } => sensitivity(runs, cycles, &sizes, json),
-        Command::TimeToVerdict { leak, max_cycles } => time_to_verdict(&leak, max_cycles),
+        Command::TimeToVerdict { leak, max_cycles, json } => time_to_verdict(&leak, max_cycles, json),
         Command::Power { runs, max_cycles, seed, json } => power(runs as usize, max_cycles, seed, json),
         Command::Sample { dir, purge, json } => {
             let mut probe = Probe::new().purge(purge);
@@ -289,7 +293,7 @@ fn sensitivity(runs: u32, cycles: u64, sizes: &[usize], json: bool) -> Result<Ex
     Ok(ExitCode::SUCCESS)
 }
 
-fn time_to_verdict(leak: &str, max_cycles: u64) -> Result<ExitCode> {
+fn time_to_verdict(leak: &str, max_cycles: u64, json: bool) -> Result<ExitCode> {
     use leak_tests::sensitivity::{time_to_verdict, Planted};
     let Some(planted) = Planted::named(leak) else {
         let names: Vec<_> = Planted::ALL.iter().map(|p| p.name()).collect();
@@ -301,9 +305,17 @@ fn time_to_verdict(leak: &str, max_cycles: u64) -> Result<ExitCode> {
         Some(c) => (d.verdict, c),
         None => (Verdict::Inconclusive, max_cycles),
     };
+    if json {
+        println!("{}", serde_json::to_string(&d)?);
+        return Ok(ExitCode::from(leakcheck::runner::exit_code(verdict)));
+    }
     let bound =
         d.rules_out_per_cycle.map_or(String::new(), |b| format!(", rules out a continuing leak above {b:.0} B/cycle"));
-    println!("leak {leak}: verdict {verdict} after {cycles} cycles, {:.2} s{bound}", d.seconds);
+    let runs = match d.runs {
+        1 => format!("1 run of {} cycles", d.cycles_in_all),
+        n => format!("the shortest of {n} runs, {} cycles in all", d.cycles_in_all),
+    };
+    println!("leak {leak}: verdict {verdict} after {cycles} cycles ({runs}), {:.2} s{bound}", d.seconds);
     Ok(ExitCode::from(leakcheck::runner::exit_code(verdict)))
 }
 
