@@ -133,6 +133,12 @@ fn check_goes_on_while_inconclusive_up_to_max_cycles() {
     let bytes = recorded.signal(Signal::UnexplainedBytes).expect("bytes signal");
     assert!(bytes.verdict != Verdict::Inconclusive || bytes.informational, "{bytes:?}");
 
+    // Going on while inconclusive: with the record, a look whose judged cycles already settle the
+    // bytes decides (the counter shown, not judged), or the run goes on as the counter's would.
+    let (exit, r) = run("400", "on");
+    assert_eq!((exit, r.verdict.verdict), (0, Verdict::Clean), "{}", r.cycles_run);
+    assert_eq!((r.cycles_run - 30) % 10, 0, "decided only at checkpoints: {}", r.cycles_run);
+
     let (_, r) = run("400", "off");
     assert!((30..=400).contains(&r.cycles_run), "{}", r.cycles_run);
     assert_eq!((r.cycles_run - 30) % 10, 0, "decided only at checkpoints: {}", r.cycles_run);

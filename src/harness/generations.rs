@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::probe::generations::{self, Generation, Generations, Live, MECHANISM};
-use crate::verdict::retained::{sites, Held};
+use crate::verdict::retained::{sites, Held, MIN_JUDGED_CYCLES};
 use crate::verdict::Retained;
 
 /// What a run's generations hold at its end, for report.json's `generations`.
@@ -186,6 +186,42 @@ impl RunGenerations {
         u32::try_from(u64::from(self.setup) + offset).unwrap_or(u32::MAX)
     }
 
+    /// What cycles `from..=to` made and still hold, each with its cycle.
+    fn held(&self, g: &Generations, from: u64, to: u64) -> Vec<Held> {
+        let first = self.generation(Some(from));
+        g.survivors(first, self.generation(Some(to)))
+            .into_iter()
+            .map(|s| Held {
+                cycle: u64::from(s.generation - first) + from,
+                size: s.size,
+                stack: s.stack,
+                growths: s.growths,
+            })
+            .collect()
+    }
+
+    /// Whether what cycles `from..` (all but the youngest) hold now already settles their bytes
+    /// clean: at least [`MIN_JUDGED_CYCLES`] of them, no allocating stack holding what two of them
+    /// allocated nor a block two of them grew, and no size without a stack held from two of them
+    /// (a leak in a sampled size shows that way before its stacks do). Read before the store lets
+    /// go of what it keeps: letting go only frees, so the end's record holds no more than this.
+    pub(crate) fn settled(&self, from: u64) -> bool {
+        let Some(g) = self.gens.filter(|_| !self.interleaved) else {
+            return false;
+        };
+        let Some(to) = self.cycles.checked_sub(1 + YOUNG_CYCLES) else {
+            return false;
+        };
+        if to + 1 < from + MIN_JUDGED_CYCLES {
+            return false;
+        }
+        let drains = |id: u32| g.drains(id);
+        let unnamed = |_: u32| Vec::new();
+        sites(&self.held(g, from, to), &unnamed, &drains)
+            .iter()
+            .all(|s| !s.recurs() && (s.stacked || s.cycles_holding < 2))
+    }
+
     /// What cycles `from..` (all but the youngest) still hold, when generations were recorded.
     pub(crate) fn retained(&self, from: u64) -> Option<Retained> {
         let g = self.gens.filter(|_| !self.interleaved)?;
@@ -193,17 +229,7 @@ impl RunGenerations {
         let from = from.min(to);
         let mut r = Retained::of(from, to, (from..=to).map(|c| (c, g.live(self.generation(Some(c))))));
         if r.allocations > 0 {
-            let first = self.generation(Some(from));
-            let held: Vec<Held> = g
-                .survivors(first, self.generation(Some(to)))
-                .into_iter()
-                .map(|s| Held {
-                    cycle: u64::from(s.generation - first) + from,
-                    size: s.size,
-                    stack: s.stack,
-                    growths: s.growths,
-                })
-                .collect();
+            let held = self.held(g, from, to);
             let name = |id: u32| {
                 let stack = g.stack(id);
                 let mut frames = crate::probe::symbols::named_frames(&stack, &crate::probe::symbols::resolve);
@@ -254,7 +280,7 @@ impl RunGenerations {
                 )
             } else if self.shared_alive > 0 {
                 Some(format!(
-                    "{} declared-shared handles still alive after Lifecycle::let_go: what they hold cannot be told from a leak, so retained_bytes is shown, not judged (let go of them in Lifecycle::let_go)",
+                    "{} declared-shared handles still alive after Lifecycle::let_go: what they hold cannot be told from a leak, so a leak retained_bytes finds is shown, not judged (let go of them in Lifecycle::let_go)",
                     self.shared_alive
                 ))
             } else {

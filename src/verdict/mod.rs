@@ -511,12 +511,7 @@ impl RunVerdict {
         }
         self.signals.insert(at, v);
         if recorded_clean {
-            let counted = [crate::signal::Signal::UnexplainedBytes, crate::signal::Signal::BytesPerFiring];
-            for s in self
-                .signals
-                .iter_mut()
-                .filter(|s| counted.contains(&s.family()) && !s.informational && s.verdict == Verdict::Inconclusive)
-            {
+            for s in self.signals.iter_mut().filter(|s| undecided_counter(s)) {
                 s.informational = true;
             }
             let mut verdict = aggregate(&self.signals);
@@ -525,6 +520,16 @@ impl RunVerdict {
             }
             self.verdict = verdict;
         }
+    }
+
+    /// Whether the verdict is inconclusive on the counter's byte signals alone: a judged clean
+    /// `retained_bytes` would make it clean ([`RunVerdict::add_retained`]).
+    pub(crate) fn undecided_only_by_the_counter(&self) -> bool {
+        let rest = self.signals.iter().filter(|s| !s.informational && !undecided_counter(s));
+        self.verdict == Verdict::Inconclusive
+            && self.signals.iter().any(undecided_counter)
+            && aggregate_of(rest) == Verdict::Clean
+            && self.baseline_return.as_ref().is_none_or(|b| b.verdict == Verdict::Clean)
     }
 
     /// Marks the byte signals unavailable for `reason` (native allocations do not show in
@@ -541,15 +546,25 @@ impl RunVerdict {
     }
 }
 
+/// A byte signal of jemalloc's counter (`unexplained_bytes`, `bytes_per_firing`) that its growth
+/// rule left undecided: what a judged clean `retained_bytes` shows, not judges.
+fn undecided_counter(s: &SignalVerdict) -> bool {
+    let counted = [crate::signal::Signal::UnexplainedBytes, crate::signal::Signal::BytesPerFiring];
+    counted.contains(&s.family()) && !s.informational && s.verdict == Verdict::Inconclusive
+}
+
 /// The run's verdict from its signals: the worst of the judged (not informational) ones, where a
 /// corroborating signal's "inconclusive" counts as clean unless it evidences growth
 /// ([`Signal::corroborating`]: coarse signals can call a leak, but their noise alone does not
 /// hold a run once the exact byte count and the exact per-directory and per-handle signals have
 /// decided; growth they see does, so the run looks longer).
 pub(crate) fn aggregate(signals: &[SignalVerdict]) -> Verdict {
+    aggregate_of(signals.iter().filter(|s| !s.informational))
+}
+
+/// [`aggregate`] of the signals given (all judged).
+fn aggregate_of<'a>(signals: impl Iterator<Item = &'a SignalVerdict>) -> Verdict {
     signals
-        .iter()
-        .filter(|s| !s.informational)
         .map(|s| {
             if s.corroborating() && s.verdict == Verdict::Inconclusive && !s.growth_evidenced() {
                 Verdict::Clean

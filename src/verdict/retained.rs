@@ -404,6 +404,13 @@ mod tests {
     fn a_judged_clean_record_decides_where_the_counter_could_not() {
         let clean = || verdict(Retained::of(20, 198, [(37, live(512))]));
         let mut run = undecided_run();
+        assert!(run.undecided_only_by_the_counter(), "a clean record would decide it");
+        let mut os = SignalVerdict::undecided(Signal::OpenFdsUnderDir.into(), Rule::Exact { expected: 0.0 });
+        os.verdict = Verdict::Inconclusive;
+        let mut with_os = undecided_run();
+        with_os.signals.push(os);
+        assert!(!Signal::OpenFdsUnderDir.corroborating());
+        assert!(!with_os.undecided_only_by_the_counter(), "an undecided signal of its own is not the counter's");
         run.add_retained(clean());
         assert_eq!(run.verdict, Verdict::Clean);
         let counter = run.signal(Signal::UnexplainedBytes).map(|s| (s.verdict, s.informational));
