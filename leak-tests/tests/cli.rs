@@ -315,14 +315,42 @@ fn compare_flags_a_regression_in_leak_rate_and_accepts_an_unchanged_run() {
     let same = leakcheck(&["compare", old.to_str().expect("utf-8"), old.to_str().expect("utf-8")]);
     assert_eq!(code(&same), 0, "{}", String::from_utf8_lossy(&same.stdout));
 
-    let rate = value["leak_rate"]["bytes_per_cycle"].as_f64().expect("rate");
-    // Far beyond the run's own noise (its slope interval), so it is a regression, not chance.
-    value["leak_rate"]["bytes_per_cycle"] = serde_json::json!(rate + 1048576.0);
-    let new = dir.path().join("new.json");
-    std::fs::write(&new, serde_json::to_vec(&value).expect("json")).expect("write");
-    let worse = leakcheck(&["compare", old.to_str().expect("utf-8"), new.to_str().expect("utf-8")]);
-    assert_eq!(code(&worse), 1);
-    assert!(String::from_utf8_lossy(&worse.stdout).contains("regression: leak rate"));
+    // The counter's rate, when it had one (a run the record decided early may have none): set in
+    // both, then far beyond the run's own noise (its slope interval) in the new one.
+    let rate = value["leak_rate"]["bytes_per_cycle"].as_f64().unwrap_or(0.0);
+    value["leak_rate"] = serde_json::json!({
+        "signal": "unexplained_bytes", "bytes_per_cycle": rate, "bytes_per_instance": rate / 2.0, "instances_per_cycle": 2
+    });
+    std::fs::write(&old, serde_json::to_vec(&value).expect("json")).expect("write");
+    let retained_at = value["signals"]
+        .as_array()
+        .and_then(|a| a.iter().position(|s| s["name"] == "retained_bytes"))
+        .expect("retained_bytes judged");
+    let worse = |edit: &dyn Fn(&mut serde_json::Value)| {
+        let mut v = value.clone();
+        edit(&mut v);
+        let new = dir.path().join("new.json");
+        std::fs::write(&new, serde_json::to_vec(&v).expect("json")).expect("write");
+        let out = leakcheck(&["compare", old.to_str().expect("utf-8"), new.to_str().expect("utf-8"), "--json"]);
+        assert_eq!(code(&out), 1, "{}", String::from_utf8_lossy(&out.stdout));
+        let cmp: serde_json::Value = serde_json::from_slice(&out.stdout).expect("comparison");
+        cmp["regressions"]
+            .as_array()
+            .expect("regressions")
+            .iter()
+            .filter_map(|r| r.as_str().map(String::from))
+            .collect::<Vec<_>>()
+    };
+    let regressions = worse(&|v| v["leak_rate"]["bytes_per_cycle"] = serde_json::json!(rate + 1_048_576.0));
+    assert!(regressions.iter().any(|r| r.starts_with("leak rate")), "{regressions:?}");
+    // The record's bytes per cycle: a regression beyond the margin, with no noise to allow for.
+    let regressions = worse(&|v| {
+        let s = &mut v["signals"][retained_at];
+        for field in ["slope_per_cycle", "lower", "upper"] {
+            s[field] = serde_json::json!(4096.0);
+        }
+    });
+    assert!(regressions.iter().any(|r| r.starts_with("retained bytes")), "{regressions:?}");
 }
 
 /// `--profile`: the planted raw malloc of 4 KiB per cycle is named by its call stack under the

@@ -565,6 +565,7 @@ pub(crate) fn compare_html(
     let rows = vec![
         Row::new(vec!["verdict".to_string(), c.verdicts.0.to_string(), c.verdicts.1.to_string()]),
         Row::new(vec!["leak rate".to_string(), rate(c.rates.0), rate(c.rates.1)]),
+        Row::new(vec!["retained bytes".to_string(), rate(c.retained.0), rate(c.retained.1)]),
         Row::new(vec![
             "time per cycle".to_string(),
             format!("{:.2} ms", c.ms_per_cycle.0),

@@ -828,6 +828,10 @@ pub struct Comparison {
     pub verdicts: (Verdict, Verdict),
     /// Old and new leak rates (bytes per cycle).
     pub rates: (Option<f64>, Option<f64>),
+    /// Old and new `retained_bytes` per cycle (what allocating sites that recur across judged
+    /// cycles hold), where the record was judged.
+    #[serde(default)]
+    pub retained: (Option<f64>, Option<f64>),
     /// Old and new milliseconds per cycle.
     pub ms_per_cycle: (f64, f64),
     /// What got worse.
@@ -836,9 +840,13 @@ pub struct Comparison {
 
 /// Compares a new run against an old one: a regression is a verdict that got worse, a leak rate
 /// that grew beyond the limit (by more than the new interval's half-width too, so noise is not a
-/// regression), or time per cycle that grew beyond the limit.
+/// regression), `retained_bytes` per cycle that grew beyond the same limit (a record: no noise
+/// to allow for), or time per cycle that grew beyond the limit.
 pub fn compare(old: &RunReport, new: &RunReport, limits: CompareLimits) -> Comparison {
     let rate = |r: &RunReport| r.verdict.leak_rate.as_ref().map(|l| l.bytes_per_cycle);
+    let retained = |r: &RunReport| {
+        r.signal(crate::Signal::RetainedBytes).filter(|s| !s.informational).and_then(|s| s.estimate).map(|e| e.value)
+    };
     let mut regressions = Vec::new();
     if new.verdict.verdict > old.verdict.verdict {
         regressions.push(format!("verdict {} -> {}", old.verdict.verdict, new.verdict.verdict));
@@ -849,12 +857,18 @@ pub fn compare(old: &RunReport, new: &RunReport, limits: CompareLimits) -> Compa
             regressions.push(format!("leak rate {a:.1} -> {b:.1} B/cycle"));
         }
     }
+    if let (Some(a), Some(b)) = (retained(old), retained(new)) {
+        if b - a > limits.max_rate_increase_bytes {
+            regressions.push(format!("retained bytes {a:.1} -> {b:.1} B/cycle"));
+        }
+    }
     if old.ms_per_cycle > 0.0 && new.ms_per_cycle > old.ms_per_cycle * (1.0 + limits.max_overhead_increase) {
         regressions.push(format!("time per cycle {:.2} -> {:.2} ms", old.ms_per_cycle, new.ms_per_cycle));
     }
     Comparison {
         verdicts: (old.verdict.verdict, new.verdict.verdict),
         rates: (rate(old), rate(new)),
+        retained: (retained(old), retained(new)),
         ms_per_cycle: (old.ms_per_cycle, new.ms_per_cycle),
         regressions,
     }

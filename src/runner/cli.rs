@@ -172,6 +172,7 @@ fn compare_command(c: &CompareArgs) -> Result<u8, RunError> {
         let rate = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.1} B/cycle"));
         println!("verdict       {} -> {}", cmp.verdicts.0, cmp.verdicts.1);
         println!("leak rate     {} -> {}", rate(cmp.rates.0), rate(cmp.rates.1));
+        println!("retained      {} -> {}", rate(cmp.retained.0), rate(cmp.retained.1));
         println!("time/cycle    {:.2} ms -> {:.2} ms", cmp.ms_per_cycle.0, cmp.ms_per_cycle.1);
         if cmp.regressions.is_empty() {
             println!("no regression");
