@@ -202,9 +202,11 @@ impl RunGenerations {
 
     /// Whether what cycles `from..` (all but the youngest) hold now already settles their bytes
     /// clean: at least [`MIN_JUDGED_CYCLES`] of them, no allocating stack holding what two of them
-    /// allocated nor a block two of them grew, and no size without a stack held from two of them
-    /// (a leak in a sampled size shows that way before its stacks do). Read before the store lets
-    /// go of what it keeps: letting go only frees, so the end's record holds no more than this.
+    /// allocated nor a block two of them grew, and no size without a stack held from two of them,
+    /// or from one of them beside a stacked block of that size from another (a leak in a sampled
+    /// size, or a rare one whose first firing came before its size was watched, shows that way
+    /// before its stacks recur). Read before the store lets go of what it keeps: letting go only
+    /// frees, so the end's record holds no more than this.
     pub(crate) fn settled(&self, from: u64) -> bool {
         let Some(g) = self.gens.filter(|_| !self.interleaved) else {
             return false;
@@ -215,11 +217,15 @@ impl RunGenerations {
         if to + 1 < from + MIN_JUDGED_CYCLES {
             return false;
         }
+        let held = self.held(g, from, to);
+        let unstacked: std::collections::BTreeMap<u64, u64> =
+            held.iter().filter(|h| h.stack.is_none()).map(|h| (h.size, h.cycle)).collect();
+        if held.iter().any(|h| h.stack.is_some() && unstacked.get(&h.size).is_some_and(|&c| c != h.cycle)) {
+            return false;
+        }
         let drains = |id: u32| g.drains(id);
         let unnamed = |_: u32| Vec::new();
-        sites(&self.held(g, from, to), &unnamed, &drains)
-            .iter()
-            .all(|s| !s.recurs() && (s.stacked || s.cycles_holding < 2))
+        sites(&held, &unnamed, &drains).iter().all(|s| !s.recurs() && (s.stacked || s.cycles_holding < 2))
     }
 
     /// What cycles `from..` (all but the youngest) still hold, when generations were recorded.
