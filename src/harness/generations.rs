@@ -225,7 +225,29 @@ impl RunGenerations {
         }
         let drains = |id: u32| g.drains(id);
         let unnamed = |_: u32| Vec::new();
-        sites(&held, &unnamed, &drains).iter().all(|s| !s.recurs() && (s.stacked || s.cycles_holding < 2))
+        // A stack that stopped taking settles nothing at a look: its chance is tested once, at the
+        // end of a run whose length the record did not choose.
+        sites(&held, from..=to, &unnamed, &drains)
+            .iter()
+            .all(|s| !s.recurs() && !s.stopped() && (s.stacked || s.cycles_holding < 2))
+    }
+
+    /// Whether a stack holding what two or more of cycles `from..` allocated may yet turn out to
+    /// have stopped taking (its [`steady_chance`](crate::verdict::RetainedSite::steady_chance) below
+    /// [`STOPPED_UNDECIDED`](crate::verdict::retained::STOPPED_UNDECIDED)): check
+    /// then goes on rather than stop at a look.
+    pub(crate) fn stop_undecided(&self, from: u64) -> bool {
+        let Some(g) = self.gens.filter(|_| !self.interleaved) else {
+            return false;
+        };
+        let Some(to) = self.cycles.checked_sub(1 + YOUNG_CYCLES) else {
+            return false;
+        };
+        let from = from.min(to);
+        let held = self.held(g, from, to);
+        let drains = |id: u32| g.drains(id);
+        let unnamed = |_: u32| Vec::new();
+        sites(&held, from..=to, &unnamed, &drains).iter().any(|s| s.stop_undecided())
     }
 
     /// What cycles `from..` (all but the youngest) still hold, when generations were recorded.
@@ -247,7 +269,7 @@ impl RunGenerations {
                 frames
             };
             let drains = |id: u32| g.drains(id);
-            r = generations::bookkeeping(|| r.with_sites(sites(&held, &name, &drains)));
+            r = generations::bookkeeping(|| r.with_sites(sites(&held, from..=to, &name, &drains)));
         }
         Some(r)
     }

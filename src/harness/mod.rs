@@ -949,14 +949,19 @@ impl<'a> Run<'a> {
         };
         // Decided at a look: the verdict, or, where only the counter's growth rule is undecided, a
         // record of the judged cycles that already settles their bytes (what the end's record,
-        // after the store lets go, would judge clean).
+        // after the store lets go, would judge clean). Not while a stack of the record may yet
+        // turn out to have stopped taking: more cycles tell.
+        let warmup = self.judged_cfg.warmup_cycles as u64;
         let decided = cfg.decide_after.is_some()
             && look.is_some()
-            && self.judged.as_ref().is_some_and(|v| {
-                v.verdict != Verdict::Inconclusive
-                    || (self.bytes_visible
+            && self.judged.as_ref().is_some_and(|v| match v.verdict {
+                Verdict::Leak => true,
+                Verdict::Clean => !self.c.bk.track(|| self.c.gens.stop_undecided(warmup)),
+                Verdict::Inconclusive => {
+                    self.bytes_visible
                         && v.undecided_only_by_the_counter()
-                        && self.c.bk.track(|| self.c.gens.settled(self.judged_cfg.warmup_cycles as u64)))
+                        && self.c.bk.track(|| self.c.gens.settled(warmup))
+                }
             });
         // The observer is the caller's monitoring (the runner's progress and reports), not the
         // store: what it allocates is not charged to the cycle's generation.

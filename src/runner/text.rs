@@ -173,6 +173,15 @@ pub(crate) fn retained_rules_out(r: &crate::verdict::Retained, g: &crate::harnes
         r.from_cycle,
         r.from_cycle + 2
     );
+    let stopped = r.sites.iter().filter(|s| s.stopped()).count();
+    if stopped > 0 {
+        line.push_str(&format!(
+            "; {stopped} stack{} took from early cycles only and from none since, a chance below {} for a steady \
+             leak's takings: stopped (a high-water mark), listed",
+            if stopped == 1 { "" } else { "s" },
+            crate::verdict::retained::STOPPED_ALPHA
+        ));
+    }
     if g.sampled_sizes > 0 {
         line.push_str(&format!(
             "; {} of the {} sizes left behind were sampled at the end (more allocations a cycle than stacks taken): a \
@@ -253,11 +262,19 @@ pub(crate) fn notes(r: &RunReport) -> Vec<String> {
                 0 | 1 => cycles,
                 n => format!("{cycles}, grown by {}{n} judged cycles", if n >= 3 { "at least " } else { "" }),
             };
+            let cycles = match site.steady_chance {
+                Some(p) if site.stopped() => format!(
+                    "{cycles}, none of the {} since (a steady leak's takings all this early: chance {p:.2e})",
+                    ret.to_cycle.saturating_sub(site.last_cycle)
+                ),
+                _ => cycles,
+            };
             out.push(format!(
                 "  {} {} in {} allocation{} from {cycles}{} {}",
                 match (site.recurs(), site.stacked, site.drains) {
                     (true, _, _) => "leak:",
                     (false, true, true) => "turns over:",
+                    (false, true, false) if site.stopped() => "stopped:",
                     (false, true, false) => "once:",
                     (false, false, _) => "unjudged:",
                 },
