@@ -165,7 +165,6 @@ fn run<L: Lifecycle>(
     let mut found = None;
     let mut slope = None;
     let mut decided = Verdict::Inconclusive;
-    let mut rules_out = None;
     let mut looks = 0;
     let report = h.run_observed(store, ledger, |p| {
         if stop != StopAt::Never && !p.record.retained_handles.is_empty() {
@@ -180,7 +179,7 @@ fn run<L: Lifecycle>(
             if let Some(s) = v.signal(BYTES_SIGNAL) {
                 slope = s.estimate.map(|e| e.value);
                 if s.verdict == Verdict::Leak {
-                    (found, decided, rules_out) = (Some(p.record.cycle + 1), s.verdict, s.rules_out_per_cycle());
+                    (found, decided) = (Some(p.record.cycle + 1), s.verdict);
                     return ControlFlow::Break(());
                 }
             }
@@ -189,7 +188,8 @@ fn run<L: Lifecycle>(
     })?;
     let cycles_run = report.cycles_run;
     if found.is_some() {
-        return Ok(Found { cycles: found, slope, verdict: decided, rules_out, cycles_run });
+        // A leak rules nothing out.
+        return Ok(Found { cycles: found, slope, verdict: decided, rules_out: None, cycles_run });
     }
     let bytes = report.verdict.signal(BYTES_SIGNAL);
     // A counter shown, not judged (the generations decided) bounds nothing the verdict states.
