@@ -48,8 +48,8 @@ pub struct Retained {
     pub first_cycle: Option<u64>,
     /// The last cycle holding anything.
     pub last_cycle: Option<u64>,
-    /// Where what is held was allocated: recurring sites first, then by bytes (at most
-    /// [`MAX_SITES`]).
+    /// Where what is held was allocated: recurring sites first, then stopped ones, then by bytes
+    /// (at most [`MAX_SITES`]).
     #[serde(default)]
     pub sites: Vec<RetainedSite>,
     /// Sites that hold what two or more judged cycles allocated (all of them, listed or not).
@@ -185,7 +185,8 @@ impl Group {
 }
 
 /// Groups what judged cycles still hold by allocating stack, names each stack with `name` (its
-/// frames, innermost first), and puts the recurring sites first, then the most bytes.
+/// frames, innermost first), and puts the recurring sites first, then the stopped ones, then the
+/// most bytes.
 ///
 /// A stack that drains (`drains`: it gave back an allocation that had outlived the cycle after its
 /// own) keeps state across cycles, a queue or a cache, and is listed, not judged.
@@ -253,7 +254,10 @@ pub(crate) fn sites(
         }))
         .collect();
     out.sort_by(|a, b| {
-        b.recurs().cmp(&a.recurs()).then_with(|| b.bytes.cmp(&a.bytes)).then_with(|| a.function.cmp(&b.function))
+        (b.recurs(), b.stopped())
+            .cmp(&(a.recurs(), a.stopped()))
+            .then_with(|| b.bytes.cmp(&a.bytes))
+            .then_with(|| a.function.cmp(&b.function))
     });
     out
 }
@@ -525,6 +529,9 @@ mod tests {
         assert!(s[0].stopped() && !s[0].recurs() && !s[0].stop_undecided());
         let r = Retained::of(20, 228, [(21, live(64)), (35, live(32))]).with_sites(s);
         assert_eq!(verdict(r).verdict, Verdict::Clean);
+        // Listed before larger memory kept once, which would otherwise push it off the list.
+        let beside = [map.as_slice(), &[held(90, 4096, Some(9))]].concat();
+        assert!(sites(&beside, 20..=228, &name, &no_drain)[0].stopped());
         // Judged over 20-130 only, the same takings are not yet shown to have stopped: a leak, and
         // check would go on rather than stop there.
         let s = sites(&map, 20..=130, &name, &no_drain);
