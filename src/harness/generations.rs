@@ -208,10 +208,7 @@ impl RunGenerations {
     /// before its stacks recur). Read before the store lets go of what it keeps: letting go only
     /// frees, so the end's record holds no more than this.
     pub(crate) fn settled(&self, from: u64) -> bool {
-        let Some(g) = self.gens.filter(|_| !self.interleaved) else {
-            return false;
-        };
-        let Some(to) = self.cycles.checked_sub(1 + YOUNG_CYCLES) else {
+        let Some((g, to)) = self.judged_record() else {
             return false;
         };
         if to + 1 < from + MIN_JUDGED_CYCLES {
@@ -223,11 +220,9 @@ impl RunGenerations {
         if held.iter().any(|h| h.stack.is_some() && unstacked.get(&h.size).is_some_and(|&c| c != h.cycle)) {
             return false;
         }
-        let drains = |id: u32| g.drains(id);
-        let unnamed = |_: u32| Vec::new();
         // A stack that stopped taking settles nothing at a look: its chance is tested once, at the
         // end of a run whose length the record did not choose.
-        sites(&held, from..=to, &unnamed, &drains)
+        unnamed_sites(g, &held, from, to)
             .iter()
             .all(|s| !s.recurs() && !s.stopped() && (s.stacked || s.cycles_holding < 2))
     }
@@ -237,23 +232,23 @@ impl RunGenerations {
     /// [`STOPPED_UNDECIDED`](crate::verdict::retained::STOPPED_UNDECIDED)): check
     /// then goes on rather than stop at a look.
     pub(crate) fn stop_undecided(&self, from: u64) -> bool {
-        let Some(g) = self.gens.filter(|_| !self.interleaved) else {
-            return false;
-        };
-        let Some(to) = self.cycles.checked_sub(1 + YOUNG_CYCLES) else {
+        let Some((g, to)) = self.judged_record() else {
             return false;
         };
         let from = from.min(to);
-        let held = self.held(g, from, to);
-        let drains = |id: u32| g.drains(id);
-        let unnamed = |_: u32| Vec::new();
-        sites(&held, from..=to, &unnamed, &drains).iter().any(|s| s.stop_undecided())
+        unnamed_sites(g, &self.held(g, from, to), from, to).iter().any(|s| s.stop_undecided())
+    }
+
+    /// This run's record and the last cycle it judges (all but the youngest), when generations
+    /// were recorded for this run alone.
+    fn judged_record(&self) -> Option<(&'static Generations, u64)> {
+        let g = self.gens.filter(|_| !self.interleaved)?;
+        Some((g, self.cycles.checked_sub(1 + YOUNG_CYCLES)?))
     }
 
     /// What cycles `from..` (all but the youngest) still hold, when generations were recorded.
     pub(crate) fn retained(&self, from: u64) -> Option<Retained> {
-        let g = self.gens.filter(|_| !self.interleaved)?;
-        let to = self.cycles.checked_sub(1 + YOUNG_CYCLES)?;
+        let (g, to) = self.judged_record()?;
         let from = from.min(to);
         let mut r = Retained::of(from, to, (from..=to).map(|c| (c, g.live(self.generation(Some(c))))));
         if r.allocations > 0 {
@@ -326,4 +321,9 @@ impl RunGenerations {
             sampled_sizes: classes.3,
         }
     }
+}
+
+/// `held` grouped by stack as the verdict groups it, the stacks unnamed: for decisions at a look.
+fn unnamed_sites(g: &Generations, held: &[Held], from: u64, to: u64) -> Vec<crate::verdict::RetainedSite> {
+    sites(held, from..=to, &|_| Vec::new(), &|id| g.drains(id))
 }
