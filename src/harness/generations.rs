@@ -81,7 +81,14 @@ pub(crate) struct RunGenerations {
     let_go_panicked: bool,
     /// Declared-shared handles still alive after `let_go`.
     shared_alive: u64,
+    /// The cycles, in order, that raised the most handles of some kind ever alive at once.
+    peaks: Vec<u64>,
+    /// More than [`MAX_PEAKS`] cycles raised a high-water mark: none is kept.
+    peaks_overflowed: bool,
 }
+
+/// The most cycles that raised a handle high-water mark a run keeps.
+const MAX_PEAKS: usize = 4096;
 
 /// Stacks per cycle, about, that a watched size class costs: a class more common than this is
 /// sampled (one allocation in `allocations / budget`). A leak of a size that common has some of
@@ -119,6 +126,8 @@ impl RunGenerations {
             watch_from,
             let_go_panicked: false,
             shared_alive: 0,
+            peaks: Vec::new(),
+            peaks_overflowed: false,
         }
     }
 
@@ -163,6 +172,22 @@ impl RunGenerations {
             }
             g.watch(s.size);
         }
+    }
+
+    /// Notes that cycle `cycle` raised the most handles of some kind ever alive at once (the
+    /// ledger's high-water marks): a table sized by the handles open at once grows then.
+    pub(crate) fn handles_peaked(&mut self, cycle: u64) {
+        if self.peaks_overflowed || self.peaks.last().is_some_and(|&c| c >= cycle) {
+            return;
+        }
+        if self.peaks.len() >= MAX_PEAKS {
+            // A store whose handles open at once keep rising: the peaks explain nothing then
+            // (they are most cycles), and the record stays bounded.
+            self.peaks_overflowed = true;
+            self.peaks = Vec::new();
+            return;
+        }
+        generations::bookkeeping(|| self.peaks.push(cycle));
     }
 
     /// Whether this run's allocations are recorded by generation.
@@ -222,7 +247,7 @@ impl RunGenerations {
         }
         // A stack that stopped taking settles nothing at a look: its chance is tested once, at the
         // end of a run whose length the record did not choose.
-        unnamed_sites(g, &held, from, to)
+        unnamed_sites(g, &held, from, to, &self.peaks)
             .iter()
             .all(|s| !s.recurs() && !s.stopped() && (s.stacked || s.cycles_holding < 2))
     }
@@ -236,7 +261,7 @@ impl RunGenerations {
             return false;
         };
         let from = from.min(to);
-        unnamed_sites(g, &self.held(g, from, to), from, to).iter().any(|s| s.stop_undecided())
+        unnamed_sites(g, &self.held(g, from, to), from, to, &self.peaks).iter().any(|s| s.stop_undecided())
     }
 
     /// This run's record and the last cycle it judges (all but the youngest), when generations
@@ -264,7 +289,7 @@ impl RunGenerations {
                 frames
             };
             let drains = |id: u32| g.drains(id);
-            r = generations::bookkeeping(|| r.with_sites(sites(&held, from..=to, &name, &drains)));
+            r = generations::bookkeeping(|| r.with_sites(sites(&held, from..=to, &name, &drains, &self.peaks)));
         }
         Some(r)
     }
@@ -324,6 +349,12 @@ impl RunGenerations {
 }
 
 /// `held` grouped by stack as the verdict groups it, the stacks unnamed: for decisions at a look.
-fn unnamed_sites(g: &Generations, held: &[Held], from: u64, to: u64) -> Vec<crate::verdict::RetainedSite> {
-    sites(held, from..=to, &|_| Vec::new(), &|id| g.drains(id))
+fn unnamed_sites(
+    g: &Generations,
+    held: &[Held],
+    from: u64,
+    to: u64,
+    peaks: &[u64],
+) -> Vec<crate::verdict::RetainedSite> {
+    sites(held, from..=to, &|_| Vec::new(), &|id| g.drains(id), peaks)
 }

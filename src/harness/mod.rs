@@ -1187,6 +1187,7 @@ impl<'a> Cycler<'a> {
     fn cycle<L: Lifecycle>(&mut self, store: &mut L, faults: &Faults, cycle: u64) -> CycleRecord {
         let (ledger, cfg) = (self.ledger, self.cfg);
         self.gens.cycle_begins(cycle);
+        let peak_rises = ledger.peak_rises();
         faults.set_cycle(cycle);
         let ctx = CycleCtx { cycle, ledger, faults };
         let mut work = Raw::Skipped;
@@ -1217,6 +1218,9 @@ impl<'a> Cycler<'a> {
         let settle = self.patience.handle_settle(cfg);
         let release = &mut self.release;
         let retained_handles = self.bk.track(|| release.wait(ledger, settle, cfg.handle_quiet));
+        if ledger.peak_rises() != peak_rises {
+            self.gens.handles_peaked(cycle);
+        }
         if !retained_handles.is_empty() {
             self.patience.patient = false;
         }

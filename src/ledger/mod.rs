@@ -120,6 +120,8 @@ pub(crate) struct KindCounters {
     pub(crate) released: AtomicU64,
     /// Live handles declared shared.
     pub(crate) shared_live: AtomicU64,
+    /// The most handles of the kind alive at once so far.
+    pub(crate) peak: AtomicU64,
 }
 
 /// The per-handle record kept at [`Depth::Sites`] and above.
@@ -165,6 +167,8 @@ pub(crate) struct Inner {
     other: Mutex<Vec<(&'static str, Arc<KindCounters>)>>,
     pub(crate) entries: Mutex<Entries>,
     pub(crate) swallowed: Mutex<Vec<SwallowedCloseError>>,
+    /// How many times a kind's live count rose above its most so far.
+    peak_rises: AtomicU64,
 }
 
 /// Locks a mutex, recovering from poisoning: the ledger's data stay consistent across a panic in
@@ -223,6 +227,7 @@ impl Ledger {
                 other: Mutex::new(Vec::new()),
                 entries: Mutex::new(Entries::default()),
                 swallowed: Mutex::new(Vec::new()),
+                peak_rises: AtomicU64::new(0),
             }),
         }
     }
@@ -277,7 +282,12 @@ impl Ledger {
         // The ledger's records are leakcheck's own bookkeeping, not the store's allocations.
         crate::probe::generations::bookkeeping(|| {
             let counters = self.counters(kind);
-            counters.get(&self.inner).created.fetch_add(1, Ordering::Relaxed);
+            let c = counters.get(&self.inner);
+            let created = c.created.fetch_add(1, Ordering::AcqRel) + 1;
+            let live = created.saturating_sub(c.released.load(Ordering::Acquire));
+            if c.peak.fetch_max(live, Ordering::AcqRel) < live {
+                self.inner.peak_rises.fetch_add(1, Ordering::Release);
+            }
             let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
             let depth = self.depth();
             let has_entry = depth >= Depth::Sites;
@@ -342,6 +352,12 @@ impl Ledger {
                 (retained > 0).then(|| (k.name().to_string(), retained))
             })
             .collect()
+    }
+
+    /// How many times some kind's live count rose above the most of that kind ever alive at once:
+    /// it moves only when the store holds more handles of a kind at once than ever before.
+    pub(crate) fn peak_rises(&self) -> u64 {
+        self.inner.peak_rises.load(Ordering::Acquire)
     }
 
     /// Handles released since the ledger was made, every kind together: it moves whenever any
@@ -561,5 +577,28 @@ impl Drop for Hold {
             }
         }
         // The Arc drops after this: the last hold releases the native object.
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_high_water_mark_rises_only_when_more_are_alive_at_once_than_ever() {
+        let ledger = Ledger::with_depth(Depth::Counts);
+        let (cf, db) = (HandleKind::Other("cf"), HandleKind::Other("db"));
+        let a = ledger.register(cf);
+        let b = ledger.register(cf);
+        assert_eq!(ledger.peak_rises(), 2);
+        drop(a);
+        let c = ledger.register(cf);
+        assert_eq!(ledger.peak_rises(), 2, "back to two alive: no new high");
+        let d = ledger.register(cf);
+        assert_eq!(ledger.peak_rises(), 3);
+        drop((b, c, d));
+        let _e = ledger.register(cf);
+        let _f = ledger.register(db);
+        assert_eq!(ledger.peak_rises(), 4, "each kind has its own mark");
     }
 }

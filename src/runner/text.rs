@@ -176,8 +176,8 @@ pub(crate) fn retained_rules_out(r: &crate::verdict::Retained, g: &crate::harnes
     let stopped = r.sites.iter().filter(|s| s.stopped()).count();
     if stopped > 0 {
         line.push_str(&format!(
-            "; {stopped} stack{} took from early cycles only and from none since, a chance below {} for a steady \
-             leak's takings: stopped (a high-water mark), listed",
+            "; {stopped} stack{} took from early cycles only, or only from cycles that raised a handle high-water \
+             mark, a chance below {} for a steady leak's takings: stopped (a high-water mark), listed",
             if stopped == 1 { "" } else { "s" },
             crate::verdict::retained::STOPPED_ALPHA
         ));
@@ -263,6 +263,10 @@ pub(crate) fn notes(r: &RunReport) -> Vec<String> {
                 n => format!("{cycles}, grown by {}{n} judged cycles", if n >= 3 { "at least " } else { "" }),
             };
             let cycles = match site.steady_chance {
+                Some(p) if site.stopped() && site.at_handle_peaks => format!(
+                    "{cycles}, each one that held more handles of a kind open at once than any before it (a steady \
+                     leak's takings all there: chance {p:.2e})"
+                ),
                 Some(p) if site.stopped() => format!(
                     "{cycles}, none of the {} since (a steady leak's takings all this early: chance {p:.2e})",
                     ret.to_cycle.saturating_sub(site.last_cycle)

@@ -15,6 +15,13 @@
 //! once, and reuses its entries after). A leak at a steady rate, however rare, takes from the
 //! later cycles too: when the chance that it took only from the first ones is below
 //! [`STOPPED_ALPHA`], the stack is listed as stopped, not judged a leak.
+//!
+//! The ledger says exactly when such a table may grow: in a cycle that held more handles of some
+//! kind open at once than any before it (a high-water mark rose). When every cycle a stack took
+//! from is such a cycle, the chance is that of a steady leak's takings all falling among those
+//! cycles, wherever they are in the run: few cycles raise a high-water mark once a store has
+//! warmed up, so a leak is rarely there alone, and a store whose handles open at once keep rising
+//! has high-water cycles throughout, a chance near 1, and no excuse.
 
 use serde::{Deserialize, Serialize};
 
@@ -69,8 +76,10 @@ impl RetainedSite {
         self.stacked && ((!self.drains && self.cycles_holding >= 2 && !self.stopped()) || self.growths >= 2)
     }
 
-    /// Whether it held what two or more judged cycles allocated, all early in the run, and took
-    /// from none of the many since: a high-water mark, listed, not judged.
+    /// Whether it held what two or more judged cycles allocated, all early in the run and none
+    /// from the many since, or all in cycles that raised a handle high-water mark
+    /// ([`at_handle_peaks`](Self::at_handle_peaks)), for a chance below [`STOPPED_ALPHA`]: a
+    /// high-water mark, listed, not judged.
     pub fn stopped(&self) -> bool {
         self.growths < 2 && self.steady_chance.is_some_and(|p| p < STOPPED_ALPHA)
     }
@@ -120,10 +129,16 @@ pub struct RetainedSite {
     pub growths: u8,
     /// For a stack that holds what two or more judged cycles allocated and never drains: the chance
     /// that a leak taking at a steady rate from the judged cycles took from these ones only, all of
-    /// them no later than its last one. Below 0.01 it has stopped taking (a high-water mark), and
-    /// is not a leak.
+    /// them no later than its last one (or, with `at_handle_peaks`, all of them in the cycles that
+    /// raised a handle high-water mark, when that is less likely). Below 0.01 it has stopped taking
+    /// (a high-water mark), and is not a leak.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub steady_chance: Option<f64>,
+    /// Every judged cycle it holds from raised the most handles of some kind ever alive at once
+    /// (the ledger's high-water marks), and its `steady_chance` is that of a steady leak's takings
+    /// all falling in those cycles: memory sized by the most handles open at once.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub at_handle_peaks: bool,
 }
 
 /// Below this chance of a steady leak's takings all coming as early as a stack's did, the stack
@@ -200,6 +215,7 @@ pub(crate) fn sites(
     judged: std::ops::RangeInclusive<u64>,
     name: &dyn Fn(u32) -> Vec<String>,
     drains: &dyn Fn(u32) -> bool,
+    peaks: &[u64],
 ) -> Vec<RetainedSite> {
     use std::collections::BTreeMap;
     let mut stacked: BTreeMap<u32, Group> = BTreeMap::new();
@@ -211,13 +227,20 @@ pub(crate) fn sites(
         }
     }
     let (from, to) = (*judged.start(), *judged.end());
+    let judged_peaks = peaks.iter().filter(|c| judged.contains(c)).count() as u64;
     let site = |function: String, frames: Vec<String>, stacked: bool, drains: bool, g: Group| {
         let (first, last) = (g.cycles.first().copied().unwrap_or(0), g.cycles.last().copied().unwrap_or(0));
         let k = g.cycles.len() as u64;
-        let steady = (stacked && !drains && k >= 2).then(|| {
-            let span = |c: u64| (c + 1).saturating_sub(from);
-            steady_chance(k, span(last), span(to))
-        });
+        let span = |c: u64| (c + 1).saturating_sub(from);
+        let early = (stacked && !drains && k >= 2).then(|| steady_chance(k, span(last), span(to)));
+        // Takings only in cycles that raised a handle high-water mark: the chance that a steady
+        // leak's all fell among those cycles.
+        let at_peaks = early.is_some() && g.cycles.iter().all(|c| peaks.binary_search(c).is_ok());
+        let peak_chance = at_peaks.then(|| steady_chance(k, judged_peaks, span(to)));
+        let (steady, at_handle_peaks) = match (early, peak_chance) {
+            (Some(e), Some(p)) if p < e => (Some(p), true),
+            (e, _) => (e, false),
+        };
         RetainedSite {
             function,
             frames,
@@ -230,6 +253,7 @@ pub(crate) fn sites(
             last_cycle: last,
             growths: g.growths,
             steady_chance: steady,
+            at_handle_peaks,
         }
     };
     let mut out: Vec<RetainedSite> = stacked
@@ -370,8 +394,13 @@ mod tests {
         assert_eq!(verdict(Retained::of(5, 7, [(5, live(0))])).verdict, Verdict::Clean);
         // A stack already holding two cycles' allocations is a leak however short the run.
         let twice = [held(5, 1024, Some(4)), held(6, 1024, Some(4))];
-        let r =
-            Retained::of(5, 6, [(5, live(1024)), (6, live(1024))]).with_sites(sites(&twice, 5..=6, &name, &no_drain));
+        let r = Retained::of(5, 6, [(5, live(1024)), (6, live(1024))]).with_sites(sites(
+            &twice,
+            5..=6,
+            &name,
+            &no_drain,
+            &[],
+        ));
         assert_eq!(verdict(r).verdict, Verdict::Leak);
     }
 
@@ -416,6 +445,7 @@ mod tests {
             20..=198,
             &name,
             &no_drain,
+            &[],
         ));
         assert_eq!((r.sites.len(), r.recurring_sites), (3, 0));
         assert_eq!(r.sites[0].function, "store::site_3 (src/store.rs:3)");
@@ -427,6 +457,7 @@ mod tests {
             20..=198,
             &name,
             &no_drain,
+            &[],
         ));
         assert_eq!((r.recurring_sites, r.recurring_bytes), (1, 16));
         let top = &r.sites[0];
@@ -441,13 +472,13 @@ mod tests {
     fn allocations_before_the_watch_are_listed_by_size_and_never_decide() {
         // A leak's first two firings came before its size was watched; its later ones decide.
         let leak = [held(20, 48, None), held(21, 48, None), held(22, 48, Some(9)), held(23, 48, Some(9))];
-        let s = sites(&leak, 20..=23, &name, &no_drain);
+        let s = sites(&leak, 20..=23, &name, &no_drain, &[]);
         assert_eq!(s.len(), 2);
         assert!(s[0].recurs() && s[0].stacked && s[0].cycles_holding == 2);
         assert_eq!(s[1].function, "no stack: 48 B blocks allocated before their size was watched");
         assert!(!s[1].recurs(), "sizes without stacks never decide");
         // Two one-time residues of one size, one before the watch and one after: not one site.
-        let once = sites(&[held(37, 32, None), held(54, 32, Some(4))], 20..=198, &name, &no_drain);
+        let once = sites(&[held(37, 32, None), held(54, 32, Some(4))], 20..=198, &name, &no_drain, &[]);
         assert!(once.iter().all(|s| !s.recurs()));
     }
 
@@ -456,12 +487,12 @@ mod tests {
         // A queue's two live blocks from one stack, allocated in two cycles: the stack has given
         // back older blocks during the run, so what it holds is its state.
         let queue = [held(120, 512, Some(3)), held(150, 512, Some(3))];
-        let s = sites(&queue, 20..=198, &name, &|id| id == 3);
+        let s = sites(&queue, 20..=198, &name, &|id| id == 3, &[]);
         assert!(s[0].drains && !s[0].recurs());
         let r = Retained::of(20, 198, [(120, live(512)), (150, live(512))]).with_sites(s);
         assert_eq!(verdict(r).verdict, Verdict::Clean);
         // The same blocks from a stack that never gave anything back: a leak.
-        assert!(sites(&queue, 20..=198, &name, &no_drain)[0].recurs());
+        assert!(sites(&queue, 20..=198, &name, &no_drain, &[])[0].recurs());
     }
 
     /// A run whose counter's growth rule could not decide, `unexplained_bytes` inconclusive.
@@ -513,6 +544,7 @@ mod tests {
             20..=198,
             &name,
             &no_drain,
+            &[],
         ))));
         assert_eq!(run.verdict, Verdict::Leak);
         assert!(!run.signal(Signal::UnexplainedBytes).is_some_and(|s| s.informational));
@@ -523,7 +555,7 @@ mod tests {
         // RocksDB's thread-local id map (reference-4x8, seed 3): new entries in cycles 21 and 35 of
         // 20-228, none since. A steady leak takes from cycles 36-228 too, but for a chance of 0.0055.
         let map = [held(21, 32, Some(2)), held(21, 32, Some(2)), held(35, 32, Some(2))];
-        let s = sites(&map, 20..=228, &name, &no_drain);
+        let s = sites(&map, 20..=228, &name, &no_drain, &[]);
         let chance = s[0].steady_chance.unwrap_or(1.0);
         assert!((chance - (16.0 * 15.0) / (209.0 * 208.0)).abs() < 1e-12, "{chance}");
         assert!(s[0].stopped() && !s[0].recurs() && !s[0].stop_undecided());
@@ -531,21 +563,50 @@ mod tests {
         assert_eq!(verdict(r).verdict, Verdict::Clean);
         // Listed before larger memory kept once, which would otherwise push it off the list.
         let beside = [map.as_slice(), &[held(90, 4096, Some(9))]].concat();
-        assert!(sites(&beside, 20..=228, &name, &no_drain)[0].stopped());
+        assert!(sites(&beside, 20..=228, &name, &no_drain, &[])[0].stopped());
         // Judged over 20-130 only, the same takings are not yet shown to have stopped: a leak, and
         // check would go on rather than stop there.
-        let s = sites(&map, 20..=130, &name, &no_drain);
+        let s = sites(&map, 20..=130, &name, &no_drain, &[]);
         assert!(s[0].recurs() && s[0].stop_undecided(), "{:?}", s[0].steady_chance);
         // A rare leak whose two takings are far apart, and one taking in the last cycles: leaks, and
         // decided so.
         for leak in [[held(60, 8, Some(7)), held(160, 8, Some(7))], [held(21, 8, Some(7)), held(197, 8, Some(7))]] {
-            let s = sites(&leak, 20..=198, &name, &no_drain);
+            let s = sites(&leak, 20..=198, &name, &no_drain, &[]);
             assert!(s[0].recurs() && !s[0].stop_undecided(), "{:?}", s[0].steady_chance);
         }
         // A container grown by two judged cycles early on is a leak whatever came after.
         let grown = [Held { cycle: 30, size: 4096, stack: Some(5), growths: 2 }, held(25, 64, Some(5))];
-        let s = sites(&grown, 20..=900, &name, &no_drain);
+        let s = sites(&grown, 20..=900, &name, &no_drain, &[]);
         assert!(s[0].recurs() && !s[0].stopped());
+    }
+
+    #[test]
+    fn a_stack_taking_only_when_a_handle_high_water_mark_rose_is_one() {
+        // reference-4x8, seed 6: the thread-local id map took in cycles 24 and 139 of 20-798, each a
+        // cycle with more column families open at once than ever before. As early as that, a steady
+        // leak's takings come once in 42: not decided, a leak at the run's end. All at the two
+        // judged high-water cycles: C(2, 2) / C(779, 2).
+        let map = [held(24, 32, Some(2)), held(139, 32, Some(2))];
+        let s = sites(&map, 20..=798, &name, &no_drain, &[]);
+        assert!(s[0].recurs() && !s[0].at_handle_peaks, "{:?}", s[0].steady_chance);
+        let peaks = [0, 1, 3, 7, 24, 139];
+        let s = sites(&map, 20..=798, &name, &no_drain, &peaks);
+        let chance = s[0].steady_chance.unwrap_or(1.0);
+        assert!((chance - 2.0 / (779.0 * 778.0)).abs() < 1e-15, "{chance}");
+        assert!(s[0].at_handle_peaks && s[0].stopped() && !s[0].recurs());
+        // A taking outside the high-water cycles: the early-stop chance alone, and a leak.
+        let beside = [map.as_slice(), &[held(700, 32, Some(2))]].concat();
+        let s = sites(&beside, 20..=798, &name, &no_drain, &peaks);
+        assert!(!s[0].at_handle_peaks && s[0].recurs());
+        // A store whose handles open at once keep rising: every cycle is a high-water cycle, and a
+        // leak taking in every one of them is still a leak.
+        let every: Vec<u64> = (0..=198).collect();
+        let leak: Vec<Held> = (20..=198).map(|c| held(c, 8, Some(7))).collect();
+        let s = sites(&leak, 20..=198, &name, &no_drain, &every);
+        assert!(s[0].recurs() && !s[0].stopped(), "{:?}", s[0].steady_chance);
+        // A rare leak that happened to fire in two of many high-water cycles is not excused.
+        let s = sites(&[held(60, 8, Some(7)), held(160, 8, Some(7))], 20..=198, &name, &no_drain, &every);
+        assert!(s[0].recurs(), "{:?}", s[0].steady_chance);
     }
 
     #[test]
@@ -563,12 +624,12 @@ mod tests {
         // A list kept across cycles: one block, from the cycle that last doubled it.
         let grown = |growths| [Held { cycle: 128, size: 131_072, stack: Some(5), growths }];
         for (growths, leak) in [(0, false), (1, false), (2, true), (3, true)] {
-            let s = sites(&grown(growths), 20..=198, &name, &|_| true);
+            let s = sites(&grown(growths), 20..=198, &name, &|_| true, &[]);
             assert_eq!(s[0].recurs(), leak, "growths {growths}");
             assert_eq!(s[0].growths, growths);
         }
         // Without its stack it never decides.
         let unstacked = [Held { cycle: 128, size: 131_072, stack: None, growths: 3 }];
-        assert!(!sites(&unstacked, 20..=198, &name, &no_drain)[0].recurs());
+        assert!(!sites(&unstacked, 20..=198, &name, &no_drain, &[])[0].recurs());
     }
 }
