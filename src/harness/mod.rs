@@ -1218,7 +1218,8 @@ impl<'a> Cycler<'a> {
         let settle = self.patience.handle_settle(cfg);
         let release = &mut self.release;
         let retained_handles = self.bk.track(|| release.wait(ledger, settle, cfg.handle_quiet));
-        if ledger.peak_rises() != peak_rises {
+        // A mark raised by handles the cycle never gave back is a leak's, not a high-water mark.
+        if ledger.peak_rises() != peak_rises && retained_handles.is_empty() {
             self.gens.handles_peaked(cycle);
         }
         if !retained_handles.is_empty() {
