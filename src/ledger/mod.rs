@@ -283,10 +283,11 @@ impl Ledger {
         crate::probe::generations::bookkeeping(|| {
             let counters = self.counters(kind);
             let c = counters.get(&self.inner);
-            let created = c.created.fetch_add(1, Ordering::AcqRel) + 1;
-            let live = created.saturating_sub(c.released.load(Ordering::Acquire));
-            if c.peak.fetch_max(live, Ordering::AcqRel) < live {
-                self.inner.peak_rises.fetch_add(1, Ordering::Release);
+            let created = c.created.fetch_add(1, Ordering::Relaxed) + 1;
+            let live = created.saturating_sub(c.released.load(Ordering::Relaxed));
+            // A load first: the read-modify-write only when a new high is likely.
+            if live > c.peak.load(Ordering::Relaxed) && c.peak.fetch_max(live, Ordering::Relaxed) < live {
+                self.inner.peak_rises.fetch_add(1, Ordering::Relaxed);
             }
             let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
             let depth = self.depth();
