@@ -271,6 +271,18 @@ impl RunGenerations {
         Some((g, self.cycles.checked_sub(1 + YOUNG_CYCLES)?))
     }
 
+    /// The last cycle the record judges (all but the youngest), when this run's allocations are
+    /// recorded for it alone.
+    pub(crate) fn last_judged(&self) -> Option<u64> {
+        self.judged_record().map(|(_, to)| to)
+    }
+
+    /// Bytes cycles `from..=to` allocated and still hold, when recorded for this run alone.
+    pub(crate) fn held_bytes(&self, from: u64, to: u64) -> Option<i64> {
+        let (g, _) = self.judged_record()?;
+        Some(g.live_range(self.generation(Some(from)), self.generation(Some(to))).bytes)
+    }
+
     /// What cycles `from..` (all but the youngest) still hold, when generations were recorded.
     pub(crate) fn retained(&self, from: u64) -> Option<Retained> {
         let (g, to) = self.judged_record()?;

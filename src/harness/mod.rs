@@ -1008,15 +1008,20 @@ impl<'a> Run<'a> {
 
     /// After the last cycle: the last sample and the last look (the one the run stopped at,
     /// judged again as the last, which can only turn growth evidenced below the budget from
-    /// inconclusive to clean; else one more).
+    /// inconclusive to clean; else one more), then the record of what the cycles still hold
+    /// once the store lets go.
     fn finish<L: Lifecycle>(mut self, store: &mut L, unavailable: Option<String>) -> HarnessReport {
         let cfg = self.cfg;
         let mut last = with_rocksdb(store, self.probe.settle(cfg.settle, None).sample);
         last.bookkeeping_bytes = self.c.bk.bytes();
+        let mut verdict = crate::probe::generations::bookkeeping(|| self.last_look(&last, unavailable.clone()));
         // The ledger as the run left it (declared-shared handles still listed), then the store lets
         // go of what it keeps across cycles, and what the cycles still hold after that is theirs.
         let ledger = self.c.bk.track(|| self.c.ledger.report());
+        let warmup = self.judged_cfg.warmup_cycles as u64;
         if unavailable.is_none() && self.c.gens.recorded() {
+            // What the cycles held when the counter was last read, where its leaks would be.
+            crate::probe::generations::bookkeeping(|| self.record_holds(&mut verdict, warmup));
             if catch_unwind(AssertUnwindSafe(|| store.let_go())).is_err() {
                 self.c.gens.let_go_panicked();
             }
@@ -1030,7 +1035,6 @@ impl<'a> Run<'a> {
             }
         }
         // What the generations hold once the last cycle settled; everything after is the harness's.
-        let warmup = self.judged_cfg.warmup_cycles as u64;
         let (generations, retained) = self.c.bk.track(|| match &unavailable {
             // Native allocations not visible (or treated so): the generations judge nothing either.
             Some(reason) => {
@@ -1039,22 +1043,14 @@ impl<'a> Run<'a> {
             }
             None => (self.c.gens.report(MAX_GENERATIONS_LISTED), self.c.gens.retained(warmup)),
         });
-        crate::probe::generations::bookkeeping(|| self.judge_last(last, ledger, generations, retained, unavailable))
+        crate::probe::generations::bookkeeping(|| self.report(last, verdict, ledger, generations, retained))
     }
 
-    /// The last look and the report, after the last sample.
-    fn judge_last(
-        mut self,
-        last: Sample,
-        ledger: LeakReport,
-        generations: GenerationsReport,
-        retained: Option<crate::verdict::Retained>,
-        unavailable: Option<String>,
-    ) -> HarnessReport {
-        let cfg = self.cfg;
-        self.analysis.last(&last);
+    /// The last look, after the last sample.
+    fn last_look(&mut self, last: &Sample, unavailable: Option<String>) -> RunVerdict {
+        self.analysis.last(last);
         let done = self.cycles_run;
-        let index = match cfg.look_after(&self.judged_cfg, done) {
+        let index = match self.cfg.look_after(&self.judged_cfg, done) {
             Some(look) => look.index,
             None => self.judged_cfg.looks.index(done, true),
         };
@@ -1062,6 +1058,33 @@ impl<'a> Run<'a> {
         if let Some(reason) = unavailable {
             verdict.mark_bytes_unavailable(reason);
         }
+        verdict
+    }
+
+    /// Notes, on each leak the counter's growth rule found, what the cycles it grew over (those
+    /// the record judges, from `warmup`) hold now.
+    fn record_holds(&self, verdict: &mut RunVerdict, warmup: u64) {
+        let Some(to) = self.c.gens.last_judged() else {
+            return;
+        };
+        for (signal, first, last, would) in self.analysis.leaks_would_hold(verdict, warmup.min(to), to) {
+            if let Some(bytes) = self.c.gens.held_bytes(first, last) {
+                let holds =
+                    crate::verdict::RecordHolds { from_cycle: first, to_cycle: last, bytes, leak_would_hold: would };
+                verdict.note_record_holds(&signal, holds);
+            }
+        }
+    }
+
+    /// The report, with the record's verdict added to the last look's.
+    fn report(
+        self,
+        last: Sample,
+        mut verdict: RunVerdict,
+        ledger: LeakReport,
+        generations: GenerationsReport,
+        retained: Option<crate::verdict::Retained>,
+    ) -> HarnessReport {
         if let Some(r) = retained {
             let mut v = crate::verdict::retained::verdict(r);
             // What a cache still alive holds may look like a leak: such a leak is shown, not judged.
@@ -1071,8 +1094,8 @@ impl<'a> Run<'a> {
         }
         HarnessReport {
             cycles_run: self.cycles_run,
-            plan: cfg.plan.to_string(),
-            seed: cfg.seed,
+            plan: self.cfg.plan.to_string(),
+            seed: self.cfg.seed,
             baseline: self.baseline,
             last,
             records: self.records,

@@ -253,6 +253,21 @@ pub(crate) fn notes(r: &RunReport) -> Vec<String> {
                 undecided.join(", ")
             ));
         }
+        for s in r.verdict.signals.iter().filter(|s| s.informational && s.verdict == Verdict::Leak) {
+            if let (Some(h), Some(e)) = (s.record_holds.filter(|h| h.contradicts()), s.estimate) {
+                out.push(format!(
+                    "{}: a leak by the counter's rule (at least {:.1} B {}), shown, not judged: cycles {}-{} held {} B \
+                     before the store let go, such a leak would have left at least {:.0} B there",
+                    s.signal,
+                    e.lower,
+                    if s.family() == crate::Signal::BytesPerFiring { "per firing" } else { "per cycle" },
+                    h.from_cycle,
+                    h.to_cycle,
+                    h.bytes,
+                    h.leak_would_hold
+                ));
+            }
+        }
         for site in ret.sites.iter().take(5) {
             let cycles = match site.cycles_holding {
                 1 => format!("cycle {}", site.first_cycle),

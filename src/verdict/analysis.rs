@@ -327,6 +327,35 @@ impl Analysis {
         }
     }
 
+    /// For each leak the counter's rule found in `v` (the judged byte-count signal, bytes per
+    /// firing), the cycles among `from..=to` (those the allocation record judges) that the leak
+    /// grew over and the least it left in them: the lower bound per cycle times those cycles,
+    /// or per firing times the point's firings in them.
+    pub(crate) fn leaks_would_hold(&self, v: &RunVerdict, from: u64, to: u64) -> Vec<(SignalId, u64, u64, f64)> {
+        let counted = [Signal::UnexplainedBytes, Signal::AllocatedBytes, Signal::BytesPerFiring];
+        v.signals
+            .iter()
+            .filter(|s| s.verdict == Verdict::Leak && !s.informational && counted.contains(&s.family()))
+            .filter_map(|s| {
+                let e = s.estimate?;
+                let (first, last, would) = match (s.family(), s.growth) {
+                    (Signal::BytesPerFiring, _) => {
+                        let point = s.signal.qualifier()?;
+                        (from, to, e.lower * self.firings.fired_within(point, from, to))
+                    }
+                    // The growth between the samples after cycles `from_cycle` and `to_cycle`
+                    // was allocated by the cycles after the first.
+                    (_, Some(g)) => {
+                        let (first, last) = (g.from_cycle.saturating_add(1).max(from), g.to_cycle.min(to));
+                        (first, last, e.lower * (last + 1).saturating_sub(first) as f64)
+                    }
+                    (_, None) => return None,
+                };
+                (last >= first && would > 0.0).then(|| (s.signal.clone(), first, last, would))
+            })
+            .collect()
+    }
+
     /// What the live SST files of the DBs kept open may add to `signal` from cycle `from` to the
     /// last: their gain over it at the bounds of what a file takes (one map, at most
     /// [`LIVE_FILE_BYTES`] beyond RocksDB's accounting, table readers of at most

@@ -186,15 +186,20 @@ impl Firings {
     /// Firings of `point` in the cycles after `from` (a block that straddles it counted pro
     /// rata): what a leak on its firings adds to growth measured from `from` on.
     pub(crate) fn fired_after(&self, point: &str, from: u64) -> f64 {
+        self.fired_within(point, from.saturating_add(1), u64::MAX)
+    }
+
+    /// Firings of `point` in cycles `first..=last` (a block that straddles them counted pro rata).
+    pub(crate) fn fired_within(&self, point: &str, first: u64, last: u64) -> f64 {
         let Some(i) = self.points.iter().position(|p| p == point) else {
             return 0.0;
         };
+        // A block holds the firings of cycles `from + 1..=to`.
         self.all_blocks()
-            .filter(|b| b.to > from)
             .map(|b| {
-                let fired = b.fired.get(i).copied().unwrap_or(0.0);
-                let inside = (b.to - from.max(b.from)) as f64 / (b.to - b.from).max(1) as f64;
-                fired * inside.min(1.0)
+                let (lo, hi) = (b.from.saturating_add(1).max(first), b.to.min(last));
+                let inside = hi.saturating_add(1).saturating_sub(lo) as f64 / (b.to - b.from).max(1) as f64;
+                b.fired.get(i).copied().unwrap_or(0.0) * inside.min(1.0)
             })
             .sum()
     }

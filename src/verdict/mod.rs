@@ -31,7 +31,7 @@ pub use analysis::{Analysis, CycleFacts, Look};
 pub(crate) use attribution::{mean_shift, shift_verdict};
 pub use growth::{BudgetFrom, Growth, GrowthRule};
 pub use model::{Estimate, Residue, Retention, Rule, RuleKind, SignalVerdict};
-pub use retained::{Retained, RetainedSite};
+pub use retained::{RecordHolds, Retained, RetainedSite};
 
 use crate::probe::Sample;
 use crate::signal::{Class, Signal, SignalId};
@@ -494,8 +494,11 @@ impl RunVerdict {
     /// A judged clean `retained_bytes` has recorded exactly the allocations jemalloc's counter
     /// sums: the counter's growth rule (`unexplained_bytes`, `bytes_per_firing.*`) no longer
     /// holds the run undecided, and an inconclusive one is shown, not judged. A leak it found
-    /// still counts (growth of what it sums is evidence the record may have judged without a
-    /// stack: a leak's first firings, before their size was watched).
+    /// still counts where the cycles it grew over held what that leak would leave (growth of
+    /// what it sums is evidence the record may have judged without a stack: a leak's first
+    /// firings, before their size was watched, or one whose stack differs each cycle); where
+    /// they held less ([`SignalVerdict::record_holds`]), the counter moved with something else,
+    /// and that leak is shown, not judged.
     pub(crate) fn add_retained(&mut self, v: SignalVerdict) {
         let at = self
             .signals
@@ -511,7 +514,7 @@ impl RunVerdict {
         }
         self.signals.insert(at, v);
         if recorded_clean {
-            for s in self.signals.iter_mut().filter(|s| undecided_counter(s)) {
+            for s in self.signals.iter_mut().filter(|s| undecided_counter(s) || contradicted_counter(s)) {
                 s.informational = true;
             }
             let mut verdict = aggregate(&self.signals);
@@ -519,6 +522,15 @@ impl RunVerdict {
                 verdict = verdict.worst(b.verdict);
             }
             self.verdict = verdict;
+        }
+    }
+
+    /// Notes what the record held where a leak of the counter's (`signal`) would be
+    /// ([`Analysis::leaks_would_hold`](crate::verdict::Analysis)): a judged clean
+    /// `retained_bytes` that held less there shows that leak, not judges it.
+    pub(crate) fn note_record_holds(&mut self, signal: &SignalId, holds: RecordHolds) {
+        if let Some(s) = self.signals.iter_mut().find(|s| &s.signal == signal) {
+            s.record_holds = Some(holds);
         }
     }
 
@@ -551,6 +563,12 @@ impl RunVerdict {
 fn undecided_counter(s: &SignalVerdict) -> bool {
     let counted = [crate::signal::Signal::UnexplainedBytes, crate::signal::Signal::BytesPerFiring];
     counted.contains(&s.family()) && !s.informational && s.verdict == Verdict::Inconclusive
+}
+
+/// A leak the counter's growth rule found where the record held less than that leak would have
+/// left: the counter moved with something other than what those cycles kept.
+fn contradicted_counter(s: &SignalVerdict) -> bool {
+    !s.informational && s.verdict == Verdict::Leak && s.record_holds.is_some_and(|h| h.contradicts())
 }
 
 /// The run's verdict from its signals: the worst of the judged (not informational) ones, where a

@@ -133,6 +133,8 @@ pub struct SignalVerdict {
     pub growth_below_budget: bool,
     /// `retained_bytes`: what the judged cycles' allocations still hold, by generation.
     pub retained: Option<super::Retained>,
+    /// A leak the counter's growth rule found: what the record held where the leak would be.
+    pub record_holds: Option<super::RecordHolds>,
 }
 
 impl SignalVerdict {
@@ -151,6 +153,7 @@ impl SignalVerdict {
             informational: false,
             growth_below_budget: false,
             retained: None,
+            record_holds: None,
         }
     }
 
@@ -249,6 +252,9 @@ struct Wire {
     /// `retained_bytes`: the judged generations' figures.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     retained: Option<super::Retained>,
+    /// A leak of the counter's: what the record held where the leak would be.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    record_holds: Option<super::RecordHolds>,
 }
 
 #[derive(Serialize, Deserialize, Clone, Copy)]
@@ -299,6 +305,7 @@ impl From<SignalVerdict> for Wire {
             growth: v.growth,
             rules_out_per_cycle,
             retained: v.retained,
+            record_holds: v.record_holds,
             name: v.signal,
         }
     }
@@ -338,6 +345,7 @@ impl TryFrom<Wire> for SignalVerdict {
             informational: w.informational,
             growth_below_budget: w.growth_below_tolerance,
             retained: w.retained,
+            record_holds: w.record_holds,
             signal: w.name,
         })
     }

@@ -30,6 +30,34 @@ use super::Verdict;
 use crate::probe::generations::Live;
 use crate::signal::Signal;
 
+/// What the record held against a leak the counter's growth rule found (`unexplained_bytes`,
+/// `bytes_per_firing.*`): a leak at the rule's lower bound left at least `leak_would_hold` bytes
+/// allocated in cycles `from_cycle..=to_cycle` (where the counter grew, among the cycles the
+/// record judges) and still held when the counter was last read; the record knows exactly what
+/// those cycles held then, before the store let go.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct RecordHolds {
+    /// The first cycle counted.
+    pub from_cycle: u64,
+    /// The last cycle counted.
+    pub to_cycle: u64,
+    /// Bytes those cycles allocated and still held before the store let go.
+    pub bytes: i64,
+    /// The least such a leak leaves in them: the lower bound per cycle (or per firing) times the
+    /// cycles (or the point's firings) counted.
+    pub leak_would_hold: f64,
+}
+
+impl RecordHolds {
+    /// Whether the cycles held less than the leak would have left: the counter's growth was not
+    /// memory these cycles allocated and kept (older memory moving, RocksDB's accounting moving,
+    /// a regression's coincidence), and a judged clean record decides the bytes.
+    pub fn contradicts(&self) -> bool {
+        (self.bytes as f64) < self.leak_would_hold
+    }
+}
+
 /// What the judged generations still hold at the end of a run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
@@ -530,12 +558,30 @@ mod tests {
         shown.informational = true;
         run.add_retained(shown);
         assert_eq!(run.verdict, Verdict::Inconclusive);
-        // A leak the counter found still counts.
-        let mut run = undecided_run();
-        run.signals[0].verdict = Verdict::Leak;
-        run.verdict = Verdict::Leak;
-        run.add_retained(clean());
-        assert_eq!(run.verdict, Verdict::Leak);
+        // A leak the counter found still counts, unless the cycles it grew over held less than it
+        // would have left there (reference-4x8 seed 14: 68 B a cycle, the record clean).
+        let counter_leak = |holds: Option<RecordHolds>| {
+            let mut run = undecided_run();
+            run.signals[0].verdict = Verdict::Leak;
+            run.signals[0].record_holds = holds;
+            run.verdict = Verdict::Leak;
+            run
+        };
+        let holds = |bytes: i64| RecordHolds { from_cycle: 110, to_cycle: 198, bytes, leak_would_hold: 3_560.0 };
+        for (holds, judged) in [(None, true), (Some(holds(3_560)), true), (Some(holds(1_312)), false)] {
+            let mut run = counter_leak(holds);
+            run.add_retained(clean());
+            let want = if judged { Verdict::Leak } else { Verdict::Clean };
+            assert_eq!(run.verdict, want, "{holds:?}");
+            let counter = run.signal(Signal::UnexplainedBytes).map(|s| (s.verdict, s.informational));
+            assert_eq!(counter, Some((Verdict::Leak, !judged)), "{holds:?}");
+            // Without a judged clean record, the counter's leak stands whatever it held.
+            let mut run = counter_leak(holds);
+            let mut shown = clean();
+            shown.informational = true;
+            run.add_retained(shown);
+            assert_eq!(run.verdict, Verdict::Leak, "{holds:?}");
+        }
         // A leak the record found decides.
         let mut run = undecided_run();
         let leak = [held(60, 8, Some(7)), held(160, 8, Some(7))];

@@ -288,6 +288,16 @@ fn a_staircase_that_levels_off_is_not_a_continuing_leak() {
 /// `held` cycles later (background work that moved with the fault), `leak` bytes stay; the level
 /// also creeps `creep` bytes a cycle. Returns the run's verdict, and the attribution's own.
 fn firing_run(cycles: u64, bump: f64, held: u64, leak: f64, creep: f64) -> (RunVerdict, SignalVerdict) {
+    let (a, v) = firing_analysis(cycles, bump, held, leak, creep);
+    let cfg = AnalysisConfig::default();
+    let alpha = cfg.signal_alpha(1) / 10.0;
+    let own = a.firings.verdicts(alpha, &|_| cfg.tolerances.bytes_per_firing);
+    let own = own.into_iter().find(|s| s.signal.qualifier() == Some("work.write")).expect("work.write judged");
+    (v, own)
+}
+
+/// [`firing_run`]'s analysis and verdict.
+fn firing_analysis(cycles: u64, bump: f64, held: u64, leak: f64, creep: f64) -> (Analysis, RunVerdict) {
     let cfg = AnalysisConfig::default();
     let mut a = Analysis::new(cfg);
     let mut seed = 11;
@@ -315,10 +325,36 @@ fn firing_run(cycles: u64, bump: f64, held: u64, leak: f64, creep: f64) -> (RunV
         a.sample(&CycleSample::new(c, sample(noisy as u64, Some(0)), BTreeMap::new(), true));
     }
     let v = a.look(Look::last(cfg.looks.index(cycles, true)));
-    let alpha = cfg.signal_alpha(1) / 10.0;
-    let own = a.firings.verdicts(alpha, &|_| cfg.tolerances.bytes_per_firing);
-    let own = own.into_iter().find(|s| s.signal.qualifier() == Some("work.write")).expect("work.write judged");
-    (v, own)
+    (a, v)
+}
+
+/// What a leak the counter's rule found would have left in the cycles the allocation record
+/// judges: per firing, the lower bound times the point's firings there; per cycle, the lower
+/// bound times the cycles it grew over among them.
+#[test]
+fn a_counter_leak_says_what_it_would_have_left_where_the_record_looks() {
+    let (a, v) = firing_analysis(400, 0.0, 3, 2_048.0, 4.0);
+    let would = a.leaks_would_hold(&v, 20, 398);
+    let firing = v.signals.iter().find(|s| s.signal.qualifier() == Some("work.write")).expect("judged");
+    assert_eq!(firing.verdict, Verdict::Leak);
+    let (_, first, last, bytes) = would.iter().find(|w| w.0 == firing.signal).expect("per firing");
+    let fired = a.firings.fired_within("work.write", 20, 398);
+    assert_eq!((*first, *last), (20, 398));
+    assert!(fired > 20.0 && fired < 60.0, "about 10% of 379 cycles: {fired}");
+    let lower = firing.estimate.expect("estimate").lower;
+    assert!((bytes - lower * fired).abs() < 1e-6 && lower > 1_024.0, "{bytes} {lower} {fired}");
+    // The level's leak: the cycles after the growth's first sample, up to the last the record judges.
+    let level = v.signal(Signal::UnexplainedBytes).expect("unexplained");
+    assert_eq!(level.verdict, Verdict::Leak);
+    let g = level.growth.expect("growth");
+    let (_, first, last, bytes) = would.iter().find(|w| w.0 == level.signal).expect("per cycle");
+    assert_eq!((*first, *last), (g.from_cycle + 1, g.to_cycle.min(398)));
+    let per_cycle = level.estimate.expect("estimate").lower;
+    assert!((bytes - per_cycle * (last + 1 - first) as f64).abs() < 1e-6);
+    // Firings are counted where they were, whatever the blocks: all of them over the whole run.
+    let all = a.firings.fired_within("work.write", 0, u64::MAX);
+    assert!((all - a.firings.fired_after("work.write", 0) - a.firings.fired_within("work.write", 0, 0)).abs() < 1e-9);
+    assert!(all >= fired);
 }
 
 fn per_firing_of(v: &RunVerdict, point: &str) -> Option<Verdict> {
