@@ -226,7 +226,8 @@ impl CatalogRun {
     }
 
     /// Every clean-store run on a line of its own: verdict, cycles, faulted cycles, seconds, the
-    /// unexplained bytes per cycle with their interval, and what was not clean or warned.
+    /// unexplained bytes per cycle with their interval, and what was not clean or warned (and the
+    /// counter's leaks the record contradicted).
     pub fn clean_runs_table(&self) -> String {
         let mut out = format!(
             "{:<26} {:>5} {:<13} {:>7} {:>8} {:>8}  bytes/cycle [interval]  not clean / warnings\n",
@@ -243,7 +244,14 @@ impl CatalogRun {
                 o.faulted_cycles,
                 o.seconds,
                 o.bytes_per_cycle.map_or("-".to_string(), |[s, l, u]| format!("{s:.0} [{l:.0}, {u:.0}]")),
-                o.leaking.iter().chain(&o.inconclusive).chain(&o.warnings).cloned().collect::<Vec<_>>().join(",")
+                o.leaking
+                    .iter()
+                    .chain(&o.inconclusive)
+                    .chain(&o.warnings)
+                    .cloned()
+                    .chain(o.shown_leaks.iter().map(|s| format!("{s} (shown: the record held less)")))
+                    .collect::<Vec<_>>()
+                    .join(",")
             );
         }
         out

@@ -999,6 +999,10 @@ pub struct CleanOutcome {
     /// What the judged cycles' allocations still held at the end (allocation generations).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retained: Option<leakcheck::verdict::Retained>,
+    /// Leaks the counter's growth rule found that the record contradicted (the cycles they grew
+    /// over held less than they would have left): shown, not judged.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub shown_leaks: Vec<String>,
 }
 
 /// Runs one catalog store in `dir` with `seed`, as `leakcheck check` would (200 cycles, going on
@@ -1049,6 +1053,15 @@ pub fn run_clean_report(
         seconds: started.elapsed().as_secs_f64(),
         bytes_per_cycle: bytes,
         retained: report.verdict.signal(leakcheck::Signal::RetainedBytes).and_then(|s| s.retained.clone()),
+        shown_leaks: report
+            .verdict
+            .signals
+            .iter()
+            .filter(|s| {
+                s.informational && s.verdict == Verdict::Leak && s.record_holds.is_some_and(|h| h.contradicts())
+            })
+            .map(|s| s.signal.to_string())
+            .collect(),
     };
     Ok((outcome, report))
 }
