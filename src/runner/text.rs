@@ -257,7 +257,7 @@ pub(crate) fn notes(r: &RunReport) -> Vec<String> {
             if let (Some(h), Some(e)) = (s.record_holds.filter(|h| h.contradicts()), s.estimate) {
                 out.push(format!(
                     "{}: a leak by the counter's rule (at least {:.1} B {}), shown, not judged: cycles {}-{} held {} B \
-                     before the store let go, such a leak would have left at least {:.0} B there",
+                     before the store let go, the smallest leak the rule calls would have left {:.0} B there",
                     s.signal,
                     e.lower,
                     if s.family() == crate::Signal::BytesPerFiring { "per firing" } else { "per cycle" },

@@ -329,25 +329,26 @@ impl Analysis {
 
     /// For each leak the counter's rule found in `v` (the judged byte-count signal, bytes per
     /// firing), the cycles among `from..=to` (those the allocation record judges) that the leak
-    /// grew over and the least it left in them: the lower bound per cycle times those cycles,
-    /// or per firing times the point's firings in them.
+    /// grew over, and the least that the smallest leak the rule calls leaves in them: its
+    /// threshold per cycle (the growth's budget over its cycles) times those cycles, or per firing
+    /// (the point's tolerance) times the point's firings in them.
     pub(crate) fn leaks_would_hold(&self, v: &RunVerdict, from: u64, to: u64) -> Vec<(SignalId, u64, u64, f64)> {
         let counted = [Signal::UnexplainedBytes, Signal::AllocatedBytes, Signal::BytesPerFiring];
         v.signals
             .iter()
             .filter(|s| s.verdict == Verdict::Leak && !s.informational && counted.contains(&s.family()))
             .filter_map(|s| {
-                let e = s.estimate?;
                 let (first, last, would) = match (s.family(), s.growth) {
                     (Signal::BytesPerFiring, _) => {
                         let point = s.signal.qualifier()?;
-                        (from, to, e.lower * self.firings.fired_within(point, from, to))
+                        (from, to, s.rule.tolerance()? * self.firings.fired_within(point, from, to))
                     }
                     // The growth between the samples after cycles `from_cycle` and `to_cycle`
                     // was allocated by the cycles after the first.
                     (_, Some(g)) => {
                         let (first, last) = (g.from_cycle.saturating_add(1).max(from), g.to_cycle.min(to));
-                        (first, last, e.lower * (last + 1).saturating_sub(first) as f64)
+                        let threshold = g.budget / g.cycles().max(1) as f64;
+                        (first, last, threshold * (last + 1).saturating_sub(first) as f64)
                     }
                     (_, None) => return None,
                 };

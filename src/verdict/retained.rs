@@ -31,10 +31,10 @@ use crate::probe::generations::Live;
 use crate::signal::Signal;
 
 /// What the record held against a leak the counter's growth rule found (`unexplained_bytes`,
-/// `bytes_per_firing.*`): a leak at the rule's lower bound left at least `leak_would_hold` bytes
-/// allocated in cycles `from_cycle..=to_cycle` (where the counter grew, among the cycles the
-/// record judges) and still held when the counter was last read; the record knows exactly what
-/// those cycles held then, before the store let go.
+/// `bytes_per_firing.*`): the smallest leak that rule calls (its threshold per cycle, or per
+/// firing) leaves at least `leak_would_hold` bytes allocated in cycles `from_cycle..=to_cycle`
+/// (where the counter grew, among the cycles the record judges) and still held when the counter
+/// was last read; the record knows exactly what those cycles held then, before the store let go.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct RecordHolds {
@@ -44,15 +44,17 @@ pub struct RecordHolds {
     pub to_cycle: u64,
     /// Bytes those cycles allocated and still held before the store let go.
     pub bytes: i64,
-    /// The least such a leak leaves in them: the lower bound per cycle (or per firing) times the
-    /// cycles (or the point's firings) counted.
+    /// The least the smallest leak the rule calls leaves in them: the rule's threshold per cycle
+    /// (or per firing) times the cycles (or the point's firings) counted.
     pub leak_would_hold: f64,
 }
 
 impl RecordHolds {
-    /// Whether the cycles held less than the leak would have left: the counter's growth was not
-    /// memory these cycles allocated and kept (older memory moving, RocksDB's accounting moving,
-    /// a regression's coincidence), and a judged clean record decides the bytes.
+    /// Whether the cycles held less than the smallest leak the rule calls would have left: any
+    /// leak they kept is below the rule's threshold, so its leak is not one these cycles kept
+    /// (the counter moved with older memory given back, RocksDB's accounting, a working set that
+    /// grows but is given back, a regression's coincidence), and a judged clean record, which
+    /// judges leaks of any size by their stacks, decides the bytes.
     pub fn contradicts(&self) -> bool {
         (self.bytes as f64) < self.leak_would_hold
     }

@@ -328,9 +328,9 @@ fn firing_analysis(cycles: u64, bump: f64, held: u64, leak: f64, creep: f64) -> 
     (a, v)
 }
 
-/// What a leak the counter's rule found would have left in the cycles the allocation record
-/// judges: per firing, the lower bound times the point's firings there; per cycle, the lower
-/// bound times the cycles it grew over among them.
+/// What the smallest leak the counter's rule calls would have left in the cycles the allocation
+/// record judges: per firing, the point's tolerance times its firings there; per cycle, the
+/// growth's budget per cycle times the cycles it grew over among them.
 #[test]
 fn a_counter_leak_says_what_it_would_have_left_where_the_record_looks() {
     let (a, v) = firing_analysis(400, 0.0, 3, 2_048.0, 4.0);
@@ -341,16 +341,17 @@ fn a_counter_leak_says_what_it_would_have_left_where_the_record_looks() {
     let fired = a.firings.fired_within("work.write", 20, 398);
     assert_eq!((*first, *last), (20, 398));
     assert!(fired > 20.0 && fired < 60.0, "about 10% of 379 cycles: {fired}");
-    let lower = firing.estimate.expect("estimate").lower;
-    assert!((bytes - lower * fired).abs() < 1e-6 && lower > 1_024.0, "{bytes} {lower} {fired}");
+    let tolerance = firing.rule.tolerance().expect("a shift's tolerance");
+    assert!((bytes - tolerance * fired).abs() < 1e-6 && tolerance > 0.0, "{bytes} {tolerance} {fired}");
     // The level's leak: the cycles after the growth's first sample, up to the last the record judges.
     let level = v.signal(Signal::UnexplainedBytes).expect("unexplained");
     assert_eq!(level.verdict, Verdict::Leak);
     let g = level.growth.expect("growth");
     let (_, first, last, bytes) = would.iter().find(|w| w.0 == level.signal).expect("per cycle");
     assert_eq!((*first, *last), (g.from_cycle + 1, g.to_cycle.min(398)));
-    let per_cycle = level.estimate.expect("estimate").lower;
+    let per_cycle = g.budget / g.cycles() as f64;
     assert!((bytes - per_cycle * (last + 1 - first) as f64).abs() < 1e-6);
+    assert!(per_cycle < level.estimate.expect("estimate").lower, "the rule calls more than its threshold");
     // Firings are counted where they were, whatever the blocks: all of them over the whole run.
     let all = a.firings.fired_within("work.write", 0, u64::MAX);
     assert!((all - a.firings.fired_after("work.write", 0) - a.firings.fired_within("work.write", 0, 0)).abs() < 1e-9);
