@@ -8,8 +8,8 @@
 
 use std::fmt::Write;
 
+use super::words;
 use crate::ledger::HandleGroup;
-use crate::runner::text;
 use crate::signal::Signal;
 use crate::units::{escape_markup as esc, human_bytes};
 use crate::Verdict;
@@ -222,7 +222,7 @@ pub(crate) fn report_html(r: &RunReport, plots: &[Plot], flame: Option<&str>) ->
     verdict_section(&mut page, r);
     page.section("signals", "Signals");
     signal_table(&mut page, r);
-    page.para("note", text::SIGNAL_TABLE_NOTE);
+    page.para("note", words::SIGNAL_TABLE_NOTE);
     page.section("plots", "Plots");
     page.plots(plots);
     handles_section(&mut page, r);
@@ -242,8 +242,8 @@ fn verdict_section(page: &mut Page, r: &RunReport) {
         Verdict::Inconclusive => "Inconclusive: run more cycles.".to_string(),
     };
     let _ = writeln!(page.out, "<p id=\"headline\"><strong>{}</strong></p>", esc(&headline));
-    let mut lines = text::notes(r);
-    lines.extend(text::totals_lines(r));
+    let mut lines = words::notes(r);
+    lines.extend(words::totals_lines(r));
     page.lines(&lines);
 }
 
@@ -253,7 +253,7 @@ fn signal_table(page: &mut Page, r: &RunReport) {
         .signals
         .iter()
         .map(|e| {
-            let [verdict, per_cycle, detail] = text::signal_cells(e);
+            let [verdict, per_cycle, detail] = words::signal_cells(e);
             let class = if e.informational { "informational" } else { verdict_class(e.verdict) };
             Row { class, cells: vec![e.signal.to_string(), e.class().to_string(), verdict, per_cycle, detail] }
         })
@@ -399,7 +399,7 @@ fn faults_section(page: &mut Page, r: &RunReport) {
             let mut cells = vec![point.clone(), fired.to_string()];
             match per_point(point) {
                 Some(e) => {
-                    let [verdict, per_firing, interval] = text::signal_cells(e);
+                    let [verdict, per_firing, interval] = words::signal_cells(e);
                     cells.extend([verdict, per_firing, interval]);
                     Row { class: verdict_class(e.verdict), cells }
                 }
@@ -422,7 +422,7 @@ fn faults_section(page: &mut Page, r: &RunReport) {
         .iter()
         .filter(|e| e.signal.signal() == Signal::MatrixBytes)
         .map(|e| {
-            let [verdict, per_cycle, interval] = text::signal_cells(e);
+            let [verdict, per_cycle, interval] = words::signal_cells(e);
             Row { class: verdict_class(e.verdict), cells: vec![e.signal.to_string(), verdict, per_cycle, interval] }
         })
         .collect();
@@ -561,7 +561,7 @@ pub(crate) fn compare_html(
     } else {
         page.para("", "Nothing got worse beyond the limits.");
     }
-    let rate = |v: Option<f64>| v.map_or("-".to_string(), |b| format!("{}/cycle", text::rate(b)));
+    let rate = |v: Option<f64>| v.map_or("-".to_string(), |b| format!("{}/cycle", words::rate(b)));
     let rows = vec![
         Row::new(vec!["verdict".to_string(), c.verdicts.0.to_string(), c.verdicts.1.to_string()]),
         Row::new(vec!["leak rate".to_string(), rate(c.rates.0), rate(c.rates.1)]),
@@ -590,8 +590,8 @@ pub(crate) fn compare_html(
         .map(|e| {
             let before = old.verdict.signals.iter().find(|o| o.signal == e.signal);
             let [v_old, pc_old, _] =
-                before.map_or(["-".to_string(), "-".to_string(), "-".to_string()], text::signal_cells);
-            let [v_new, pc_new, _] = text::signal_cells(e);
+                before.map_or(["-".to_string(), "-".to_string(), "-".to_string()], words::signal_cells);
+            let [v_new, pc_new, _] = words::signal_cells(e);
             let class = if before.is_some_and(|o| e.verdict > o.verdict) { "leak" } else { "" };
             Row { class, cells: vec![e.signal.to_string(), v_old, pc_old, v_new, pc_new] }
         })

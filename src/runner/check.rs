@@ -2,7 +2,9 @@
 
 use std::path::PathBuf;
 
-use super::{drive, validate, Mode, RunError, RunOptions, RunOutcome};
+use super::drive::drive;
+use super::plan::validate;
+use super::{Mode, RunError, RunOptions, RunOutcome};
 use crate::harness::Lifecycle;
 use crate::Ledger;
 

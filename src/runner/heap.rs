@@ -40,7 +40,7 @@ pub(super) fn cache_fill(samples: &[crate::verdict::CycleSample]) -> Option<u64>
 #[cfg(not(feature = "profiling"))]
 impl HeapRun {
     pub(super) fn start(_lg: u32, _report: Option<&Path>, _warmup: u64) -> Result<Self, RunError> {
-        Err(super::invalid("--profile", "this build has no heap profiler (leakcheck's feature `profiling`)"))
+        Err(super::outcome::invalid("--profile", "this build has no heap profiler (leakcheck's feature `profiling`)"))
     }
 
     pub(super) fn after_cycle(&mut self, _cycle: u64, _cache_fill: Option<u64>) -> Result<(), RunError> {
@@ -56,7 +56,10 @@ impl HeapRun {
 impl HeapRun {
     pub(super) fn start(lg: u32, report: Option<&Path>, warmup: u64) -> Result<Self, RunError> {
         if lg > 40 {
-            return Err(super::invalid("--profile", format!("{lg}: the sample interval is 2^N bytes, N at most 40")));
+            return Err(super::outcome::invalid(
+                "--profile",
+                format!("{lg}: the sample interval is 2^N bytes, N at most 40"),
+            ));
         }
         let (dir, keep_files, scratch) = match report {
             Some(d) => (d.to_path_buf(), true, None),

@@ -1,0 +1,455 @@
+//! A run of cycles ([`Harness::run`]): samples, looks, the stop rules, and the report with the
+//! record of what the cycles still hold once the store lets go.
+
+use std::ops::ControlFlow;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use serde::{Deserialize, Serialize};
+
+use super::cycle::{quiet_injected_panics, Cycler, SharedBaseline};
+use super::generations::{GenerationsReport, MAX_GENERATIONS_LISTED};
+use super::lifecycle::Lifecycle;
+use super::{CycleRecord, HarnessConfig, HarnessError};
+use crate::fault::Faults;
+use crate::verdict::{Analysis, AnalysisConfig, CycleSample, Look, RunVerdict, Verdict};
+use crate::{LeakReport, Ledger, Probe, Sample, SignalId};
+
+/// A run's result: every cycle, the samples and the verdicts.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct HarnessReport {
+    /// Cycles run.
+    pub cycles_run: u64,
+    /// The fault plan, as text.
+    pub plan: String,
+    /// The seed.
+    pub seed: u64,
+    /// Before the first open.
+    pub baseline: Sample,
+    /// After the last close.
+    pub last: Sample,
+    /// One record per cycle.
+    pub records: Vec<CycleRecord>,
+    /// The settled samples (every `sample_every` cycles).
+    pub samples: Vec<CycleSample>,
+    /// The verdict per signal, integrity and swallowed close errors included.
+    pub verdict: RunVerdict,
+    /// The ledger's report after the last cycle.
+    pub ledger: LeakReport,
+    /// Why the run ended before its cycles, when it did.
+    pub stopped: Option<Stopped>,
+    /// The first cycle (0-based) the run's verdict was a leak: an exact signal's first residue,
+    /// or the look that first judged a statistical leak.
+    pub first_leak_cycle: Option<u64>,
+    /// What each cycle's allocations still hold at the end ([`HarnessConfig::generations`]).
+    #[serde(default)]
+    pub generations: GenerationsReport,
+}
+
+/// Why a run ended before its cycles.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "why", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Stopped {
+    /// An exact signal left a residue that outlived its settle
+    /// ([`HarnessConfig::stop_on_exact_leak`]).
+    ExactLeak {
+        /// The signal.
+        signal: SignalId,
+        /// The cycle (0-based) the run stopped after.
+        cycle: u64,
+    },
+    /// The observer stopped the run (an interrupt, the duration's end, an error).
+    Asked {
+        /// The cycle (0-based) the run stopped after.
+        cycle: u64,
+    },
+}
+
+impl std::fmt::Display for Stopped {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Stopped::ExactLeak { signal, cycle } => write!(
+                f,
+                "stopped after cycle {}: {signal} left a residue that outlived its settle, so the verdict is a leak \
+                 whatever later cycles do",
+                cycle + 1
+            ),
+            Stopped::Asked { cycle } => write!(f, "stopped after cycle {}", cycle + 1),
+        }
+    }
+}
+
+/// What the observer sees after each cycle.
+#[derive(Debug)]
+pub struct Progress<'a> {
+    /// The cycle just finished.
+    pub record: &'a CycleRecord,
+    /// Its sample, if one was taken.
+    pub sample: Option<&'a CycleSample>,
+    /// The samples kept so far (every one in a run that keeps its records; a bounded, evenly
+    /// thinned set in a long soak).
+    pub samples: &'a [CycleSample],
+    /// The run's analysis so far: [`Analysis::current`] is the verdict between looks.
+    pub analysis: &'a Analysis,
+    /// The verdict of the look taken after this cycle, when one was due.
+    pub judged: Option<&'a RunVerdict>,
+    /// The first cycle the run's verdict was a leak, so far ([`HarnessReport::first_leak_cycle`]).
+    pub first_leak_cycle: Option<u64>,
+}
+
+/// The most samples a soak keeps in memory (for its plots): every sample is in samples.csv and
+/// in the analysis; the kept ones are thinned evenly as the run grows.
+pub const MAX_SOAK_SAMPLES: usize = 4096;
+
+/// Samples kept, at most `max`: when full, every other one is dropped and only every `stride`-th
+/// sample after it is kept, so the kept ones stay evenly spread over the run.
+#[derive(Debug)]
+struct Thinned {
+    kept: Vec<CycleSample>,
+    max: usize,
+    stride: u64,
+    seen: u64,
+}
+
+impl Thinned {
+    fn new(max: usize) -> Self {
+        Thinned { kept: Vec::new(), max: max.max(2), stride: 1, seen: 0 }
+    }
+
+    fn push(&mut self, s: CycleSample) {
+        if self.seen.is_multiple_of(self.stride) {
+            self.kept.push(s);
+            if self.kept.len() >= self.max {
+                let mut i = 0;
+                self.kept.retain(|_| {
+                    i += 1;
+                    i % 2 == 1
+                });
+                self.stride *= 2;
+            }
+        }
+        self.seen += 1;
+    }
+
+    fn kept(&self) -> &[CycleSample] {
+        &self.kept
+    }
+
+    fn into_vec(self) -> Vec<CycleSample> {
+        self.kept
+    }
+}
+
+/// Drives [`Lifecycle`]s.
+#[derive(Debug, Clone, Default)]
+pub struct Harness {
+    /// Settings.
+    pub config: HarnessConfig,
+}
+
+impl Harness {
+    /// A harness with these settings.
+    pub fn new(config: HarnessConfig) -> Self {
+        Harness { config }
+    }
+
+    /// Runs the configured cycles.
+    ///
+    /// # Errors
+    /// When the plan names an unknown point or the data directory cannot be watched.
+    pub fn run<L: Lifecycle>(&self, store: &mut L, ledger: &Ledger) -> Result<HarnessReport, HarnessError> {
+        self.run_observed(store, ledger, |_| ControlFlow::Continue(()))
+    }
+
+    /// Runs the configured cycles, calling `observe` after each; it may stop the run early.
+    ///
+    /// # Errors
+    /// When the plan names an unknown point or the data directory cannot be watched.
+    pub fn run_observed<L: Lifecycle>(
+        &self,
+        store: &mut L,
+        ledger: &Ledger,
+        mut observe: impl FnMut(&Progress<'_>) -> ControlFlow<()>,
+    ) -> Result<HarnessReport, HarnessError> {
+        let cfg = &self.config;
+        cfg.plan.validate(&store.fault_points())?;
+        quiet_injected_panics();
+        let faults = Faults::new(&cfg.plan, cfg.seed);
+        let probe = match store.data_dir() {
+            Some(dir) => Probe::new().watch_dir(dir)?,
+            None => Probe::new(),
+        };
+        let unavailable = (cfg.allocator_check)().err().map(|e| e.to_string());
+        let mut run = Run::start(store, ledger, cfg, probe);
+        run.bytes_visible = unavailable.is_none();
+        for cycle in 0..cfg.cycles {
+            if run.cycle(store, &faults, cycle, &mut observe).is_break() {
+                break;
+            }
+        }
+        Ok(run.finish(store, unavailable))
+    }
+}
+
+/// A run in progress ([`Harness::run_observed`]): what it keeps of the cycles so far.
+struct Run<'a> {
+    c: Cycler<'a>,
+    cfg: &'a HarnessConfig,
+    judged_cfg: AnalysisConfig,
+    probe: Probe,
+    records: Vec<CycleRecord>,
+    samples: Thinned,
+    analysis: Analysis,
+    /// The verdict of the last look.
+    judged: Option<RunVerdict>,
+    cycles_run: u64,
+    stopped: Option<Stopped>,
+    first_leak_cycle: Option<u64>,
+    shared: SharedBaseline,
+    baseline: Sample,
+    /// Native allocations show in jemalloc's counters (and so in the generations' record).
+    bytes_visible: bool,
+}
+
+/// `s` with RocksDB's figures for `store`.
+fn with_rocksdb<L: Lifecycle>(store: &L, mut s: Sample) -> Sample {
+    s.rocksdb = store.rocksdb_memory();
+    s
+}
+
+impl<'a> Run<'a> {
+    /// Before the first cycle: the baseline sample, and the harness's records made inside its
+    /// bookkeeping.
+    fn start<L: Lifecycle>(store: &L, ledger: &'a Ledger, cfg: &'a HarnessConfig, probe: Probe) -> Self {
+        let mut judged_cfg = cfg.judged_analysis();
+        judged_cfg.instances_per_cycle = store.instances_per_cycle();
+        let mut c = Cycler::new(ledger, cfg);
+        let records =
+            c.bk.track(|| Vec::with_capacity(if cfg.keep_records { cfg.cycles.min(10_000) as usize } else { 0 }));
+        let samples = c.bk.track(|| Thinned::new(if cfg.keep_records { usize::MAX } else { MAX_SOAK_SAMPLES }));
+        let mut analysis = c.bk.track(|| Analysis::new(judged_cfg));
+        let mut baseline = with_rocksdb(store, probe.settle(cfg.settle, None).sample);
+        baseline.bookkeeping_bytes = c.bk.bytes();
+        c.bk.track(|| analysis.baseline(&baseline));
+        Run {
+            c,
+            cfg,
+            judged_cfg,
+            probe,
+            records,
+            samples,
+            analysis,
+            judged: None,
+            cycles_run: 0,
+            stopped: None,
+            first_leak_cycle: None,
+            shared: SharedBaseline::default(),
+            baseline,
+            bytes_visible: false,
+        }
+    }
+
+    /// One cycle, its sample when one is due, the look when one is due, and the observer;
+    /// `Break` when the observer stops the run or check's verdict is decided.
+    fn cycle<L: Lifecycle>(
+        &mut self,
+        store: &mut L,
+        faults: &Faults,
+        cycle: u64,
+        observe: &mut impl FnMut(&Progress<'_>) -> ControlFlow<()>,
+    ) -> ControlFlow<()> {
+        let cfg = self.cfg;
+        let mut record = self.c.cycle(store, faults, cycle);
+        let ledger = self.c.ledger;
+        self.c.bk.track(|| {
+            self.shared.observe(ledger, &mut record);
+            self.analysis.record(&record.facts());
+        });
+        let sampled = cycle.is_multiple_of(cfg.sample_every.max(1)).then(|| self.sample(store, cycle, &record));
+        self.cycles_run += 1;
+        let look = cfg.look_after(&self.judged_cfg, cycle + 1);
+        if let Some(look) = look {
+            // The verdict it replaces is dropped inside the bookkeeping too.
+            self.c.bk.track(|| self.judged = Some(self.analysis.look(look)));
+        }
+        // Asked only while its answer is used: to stop, or until the first leak is known.
+        let exact_leak =
+            (cfg.stop_on_exact_leak || self.first_leak_cycle.is_none()).then(|| self.analysis.exact_leak()).flatten();
+        if self.first_leak_cycle.is_none() {
+            let judged_leak = look.is_some() && self.judged.as_ref().is_some_and(|v| v.verdict == Verdict::Leak);
+            if exact_leak.is_some() || judged_leak {
+                self.first_leak_cycle = Some(cycle);
+            }
+        }
+        // The observer runs outside the bookkeeping: what it keeps is not the harness's, and
+        // must not be subtracted from the bytes judged.
+        let progress = Progress {
+            record: &record,
+            sample: sampled.as_ref(),
+            samples: self.samples.kept(),
+            analysis: &self.analysis,
+            judged: self.judged.as_ref().filter(|_| look.is_some()),
+            first_leak_cycle: self.first_leak_cycle,
+        };
+        // Decided at a look: the verdict, or, where only the counter's growth rule is undecided, a
+        // record of the judged cycles that already settles their bytes (what the end's record,
+        // after the store lets go, would judge clean). Not while a stack of the record may yet
+        // turn out to have stopped taking: more cycles tell.
+        let warmup = self.judged_cfg.warmup_cycles as u64;
+        let decided = cfg.decide_after.is_some()
+            && look.is_some()
+            && self.judged.as_ref().is_some_and(|v| match v.verdict {
+                Verdict::Leak => true,
+                Verdict::Clean => !self.c.bk.track(|| self.c.gens.stop_undecided(warmup)),
+                Verdict::Inconclusive => {
+                    self.bytes_visible
+                        && v.undecided_only_by_the_counter()
+                        && self.c.bk.track(|| self.c.gens.settled(warmup))
+                }
+            });
+        // The observer is the caller's monitoring (the runner's progress and reports), not the
+        // store: what it allocates is not charged to the cycle's generation.
+        let asked = crate::probe::generations::bookkeeping(|| observe(&progress)).is_break();
+        let exact = exact_leak.filter(|_| cfg.stop_on_exact_leak);
+        let stop = asked || decided || exact.is_some();
+        // A stop is recorded when it cuts the run short of its cycles; check's decision at its
+        // look is its rule, not a stop.
+        if stop && cycle + 1 < cfg.cycles {
+            self.stopped = match exact {
+                _ if asked => Some(Stopped::Asked { cycle }),
+                Some(v) => Some(Stopped::ExactLeak { signal: v.signal, cycle }),
+                None => None,
+            };
+        }
+        self.c.bk.track(|| {
+            if let Some(s) = sampled {
+                self.samples.push(s);
+            }
+            if cfg.keep_records {
+                self.records.push(record);
+            }
+        });
+        if stop {
+            ControlFlow::Break(())
+        } else {
+            ControlFlow::Continue(())
+        }
+    }
+
+    /// The settled sample after `record`'s cycle, given to the analysis. A sample that holds
+    /// more files than the baseline makes later settles impatient (a leak is established).
+    fn sample<L: Lifecycle>(&mut self, store: &L, cycle: u64, record: &CycleRecord) -> CycleSample {
+        let settled = self.probe.settled_sample_towards(self.c.patience.sample_settle(self.cfg), &self.baseline);
+        if settled.sample.holds_more_files_than(&self.baseline) {
+            self.c.patience.patient = false;
+        }
+        let mut s = with_rocksdb(store, settled.sample);
+        s.bookkeeping_bytes = self.c.bk.bytes();
+        let sample = self.c.bk.track(|| CycleSample::new(cycle, s, record.retained_handles.clone(), settled.settled));
+        self.c.bk.track(|| self.analysis.sample(&sample));
+        sample
+    }
+
+    /// After the last cycle: the last sample and the last look (the one the run stopped at,
+    /// judged again as the last, which can only turn growth evidenced below the budget from
+    /// inconclusive to clean; else one more), then the record of what the cycles still hold
+    /// once the store lets go.
+    fn finish<L: Lifecycle>(mut self, store: &mut L, unavailable: Option<String>) -> HarnessReport {
+        let cfg = self.cfg;
+        let mut last = with_rocksdb(store, self.probe.settle(cfg.settle, None).sample);
+        last.bookkeeping_bytes = self.c.bk.bytes();
+        let mut verdict = crate::probe::generations::bookkeeping(|| self.last_look(&last, unavailable.clone()));
+        // The ledger as the run left it (declared-shared handles still listed), then the store lets
+        // go of what it keeps across cycles, and what the cycles still hold after that is theirs.
+        let ledger = self.c.bk.track(|| self.c.ledger.report());
+        let warmup = self.judged_cfg.warmup_cycles as u64;
+        if unavailable.is_none() && self.c.gens.recorded() {
+            // What the cycles held when the counter was last read, where its leaks would be.
+            crate::probe::generations::bookkeeping(|| self.record_holds(&mut verdict, warmup));
+            if catch_unwind(AssertUnwindSafe(|| store.let_go())).is_err() {
+                self.c.gens.let_go_panicked();
+            }
+            self.probe.settle(cfg.settle, None);
+            // A declared-shared handle still alive (a cache the store did not let go of) may hold
+            // what many cycles allocated, from one stack: retained_bytes is then shown, not judged.
+            let shared =
+                self.c.bk.track(|| self.c.ledger.report().declared_shared.iter().map(|g| g.count).sum::<u64>());
+            if shared > 0 {
+                self.c.gens.shared_still_alive(shared);
+            }
+        }
+        // What the generations hold once the last cycle settled; everything after is the harness's.
+        let (generations, retained) = self.c.bk.track(|| match &unavailable {
+            // Native allocations not visible (or treated so): the generations judge nothing either.
+            Some(reason) => {
+                let notice = format!("allocation generations unused: {reason}");
+                (GenerationsReport { notice: Some(notice), ..GenerationsReport::default() }, None)
+            }
+            None => (self.c.gens.report(MAX_GENERATIONS_LISTED), self.c.gens.retained(warmup)),
+        });
+        crate::probe::generations::bookkeeping(|| self.report(last, verdict, ledger, generations, retained))
+    }
+
+    /// The last look, after the last sample.
+    fn last_look(&mut self, last: &Sample, unavailable: Option<String>) -> RunVerdict {
+        self.analysis.last(last);
+        let done = self.cycles_run;
+        let index = match self.cfg.look_after(&self.judged_cfg, done) {
+            Some(look) => look.index,
+            None => self.judged_cfg.looks.index(done, true),
+        };
+        let mut verdict = self.analysis.look(Look::last(index));
+        if let Some(reason) = unavailable {
+            verdict.mark_bytes_unavailable(reason);
+        }
+        verdict
+    }
+
+    /// Notes, on each leak the counter's growth rule found, what the cycles it grew over (those
+    /// the record judges, from `warmup`) hold now.
+    fn record_holds(&self, verdict: &mut RunVerdict, warmup: u64) {
+        let Some(to) = self.c.gens.last_judged() else {
+            return;
+        };
+        for (signal, first, last, would) in self.analysis.leaks_would_hold(verdict, warmup.min(to), to) {
+            if let Some(bytes) = self.c.gens.held_bytes(first, last) {
+                let holds =
+                    crate::verdict::RecordHolds { from_cycle: first, to_cycle: last, bytes, leak_would_hold: would };
+                verdict.note_record_holds(&signal, holds);
+            }
+        }
+    }
+
+    /// The report, with the record's verdict added to the last look's.
+    fn report(
+        self,
+        last: Sample,
+        mut verdict: RunVerdict,
+        ledger: LeakReport,
+        generations: GenerationsReport,
+        retained: Option<crate::verdict::Retained>,
+    ) -> HarnessReport {
+        if let Some(r) = retained {
+            let mut v = crate::verdict::retained::verdict(r);
+            // What a cache still alive holds may look like a leak: such a leak is shown, not judged.
+            // A clean record is clean with it counted.
+            v.informational |= generations.shared_alive > 0 && v.verdict == Verdict::Leak;
+            verdict.add_retained(v);
+        }
+        HarnessReport {
+            cycles_run: self.cycles_run,
+            plan: self.cfg.plan.to_string(),
+            seed: self.cfg.seed,
+            baseline: self.baseline,
+            last,
+            records: self.records,
+            samples: self.samples.into_vec(),
+            verdict,
+            ledger,
+            stopped: self.stopped,
+            first_leak_cycle: self.first_leak_cycle,
+            generations,
+        }
+    }
+}

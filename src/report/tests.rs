@@ -1,0 +1,198 @@
+use std::collections::BTreeMap;
+use std::fs;
+
+use super::*;
+use crate::probe::{JemallocStats, ProcessStats, RocksDbMemory, Sample};
+use crate::verdict::CycleSample;
+use crate::verdict::{analyze, AnalysisConfig};
+
+fn sample(c: u64) -> CycleSample {
+    let jemalloc = JemallocStats {
+        allocated_bytes: 10_000_000 + 300 * c + (c * 7919) % 2000,
+        active_bytes: 0,
+        resident_bytes: 20_000_000 + 4096 * (c % 3),
+        mapped_bytes: 0,
+        retained_bytes: 0,
+        metadata_bytes: 0,
+        purged: true,
+        tcache_bytes: (c * 104_729) % 50_000,
+        internal_bytes: 40_000 + (c * 7_919) % 9_000,
+    };
+    let rocksdb = RocksDbMemory {
+        mem_table_total_bytes: 65_536 * (c % 4),
+        mem_table_unflushed_bytes: 0,
+        table_readers_total_bytes: 1000,
+        cache_total_bytes: 600_000,
+        cache_reserved_bytes: 262_144,
+        cache_over_capacity_bytes: 3,
+        live_sst_files: c % 7,
+        live_sst_bytes: 110_000 * (c % 7),
+    };
+    let process = ProcessStats {
+        rss_bytes: Some(40 << 20),
+        rss_anon_bytes: Some(30 << 20),
+        threads: Some(7),
+        open_fds: Some(12 + c % 2),
+        open_fds_under_dir: Some(0),
+        maps: Some(80),
+        maps_under_dir: Some(0),
+        file_maps: Some(25),
+    };
+    let s = Sample {
+        monotonic_ns: c * 1000,
+        jemalloc: Some(jemalloc),
+        process,
+        rocksdb: Some(rocksdb),
+        bookkeeping_bytes: Some(4096 + 64 * c as i64),
+    };
+    let handles = if c == 70 { [("Options".to_string(), 2)].into_iter().collect() } else { BTreeMap::new() };
+    CycleSample::new(c, s, handles, c != 3)
+}
+
+#[test]
+fn the_verdict_sits_at_the_top_of_the_json_and_reads_back() {
+    let samples: Vec<CycleSample> = (0..150).map(sample).collect();
+    let verdict = analyze(&samples, Some(&samples[0].sample), Some(&samples[149].sample), &AnalysisConfig::default());
+    let settings = RunSettings { command: "check".to_string(), cycles: 150, ..RunSettings::default() };
+    let report = RunReport::new(
+        settings,
+        verdict.clone(),
+        CycleSummary::default(),
+        crate::Ledger::new().report(),
+        150,
+        3.0,
+        true,
+    );
+    let json = serde_json::to_value(&report).expect("serialize");
+    // The keys readers (`compare`, older reports' readers) look up, at the top level as before.
+    for key in ["schema_version", "verdict", "signals", "baseline_return", "cycles_run", "ledger", "settings"] {
+        assert!(json.get(key).is_some(), "{key} missing: {json}");
+    }
+    assert_eq!(json["verdict"], serde_json::to_value(verdict.verdict).expect("verdict"));
+    assert!(json.get("judged").is_none() && json["verdict"].is_string());
+    // Read back from the text as written, and from a map whose keys come in another order
+    // (serde_json's map is sorted by key): objects are read by key, so a report written before
+    // the verdict's fields were one struct, in another order, reads the same.
+    let text = serde_json::to_string(&report).expect("text");
+    assert_eq!(serde_json::from_str::<RunReport>(&text).expect("read back"), report);
+    assert_eq!(serde_json::from_value::<RunReport>(json).expect("read back sorted"), report);
+}
+
+#[test]
+fn the_page_escapes_what_it_shows_and_loads_nothing() {
+    let samples: Vec<CycleSample> = (0..150).map(sample).collect();
+    let verdict = analyze(&samples, None, None, &AnalysisConfig::default());
+    let settings = RunSettings {
+        command: "check".to_string(),
+        store: "<script>alert(1)</script> & \"co\"".to_string(),
+        plan: "close.flush=5%".to_string(),
+        cycles: 150,
+        ..RunSettings::default()
+    };
+    let mut summary = CycleSummary::default();
+    summary.integrity_problems.push("cycle 3: key <b>".to_string());
+    let report = RunReport::new(settings, verdict, summary, crate::Ledger::new().report(), 150, 3.0, false);
+    let dir = tempfile::tempdir().expect("tempdir");
+    write_dir(dir.path(), &report, &samples).expect("write");
+    let page = fs::read_to_string(dir.path().join(HTML_FILE)).expect("page");
+    assert!(!page.contains("<script>alert") && !page.contains("<b>"), "unescaped text in the page");
+    assert!(page.contains("&lt;script&gt;alert(1)&lt;/script&gt; &amp; &quot;co&quot;"));
+    assert_eq!(page.matches("<script>").count(), 1, "only the page's own script");
+    let loads = ["src=", "href=", "url(", "@import"];
+    assert!(loads.iter().all(|l| !page.contains(l)), "the page loads nothing from elsewhere");
+    assert!(page.contains("150 cycles in 3.0 s") && page.contains("in progress"), "an interim page says so");
+    // Every panel carries its values for the hover script, as JSON that reads back.
+    let data: Vec<serde_json::Value> = page
+        .split("data-plot=\"")
+        .skip(1)
+        .map(|rest| {
+            let attr = &rest[..rest.find('"').expect("attribute end")];
+            let json = attr.replace("&quot;", "\"").replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&");
+            serde_json::from_str(&json).expect("panel data is JSON")
+        })
+        .collect();
+    assert_eq!(data.len(), 4);
+    let points = data[0]["series"][0]["points"].as_array().expect("points");
+    assert_eq!(points.len(), 150, "one point per cycle while cycles are fewer than pixel columns");
+    assert_eq!(points[149][0], 149.0);
+}
+
+#[test]
+fn samples_read_back_from_their_csv_judge_as_before() {
+    let samples: Vec<CycleSample> = (0..150).map(sample).collect();
+    let back = parse_samples_csv(&samples_csv(&samples)).expect("parse");
+    assert_eq!(back.len(), samples.len());
+    for (a, b) in samples.iter().zip(&back) {
+        assert_eq!((a.cycle, a.settled), (b.cycle, b.settled));
+        assert_eq!(a.sample.unexplained_bytes(), b.sample.unexplained_bytes());
+        assert_eq!(a.sample.explained_bytes(), b.sample.explained_bytes());
+        assert_eq!(a.sample.process, b.sample.process);
+        assert_eq!(a.retained_handles.values().sum::<u64>(), b.retained_handles.values().sum::<u64>());
+    }
+    let cfg = AnalysisConfig::default();
+    let (v, w) = (analyze(&samples, None, None, &cfg), analyze(&back, None, None, &cfg));
+    assert_eq!(v.verdict, w.verdict);
+    for s in &v.signals {
+        // Handles by kind come back as their sum, under the kind `all`.
+        let name = s.signal.to_string().replace("live_handles.Options", "live_handles.all");
+        let t = w.signal_named(&name).unwrap_or_else(|| panic!("{name} lost"));
+        assert_eq!((s.verdict, s.estimate, s.residue), (t.verdict, t.estimate, t.residue), "{name}");
+    }
+}
+
+#[test]
+fn every_column_written_is_read_back() {
+    // Written, read and written again: the same text, so the reader reads every column the
+    // one column list writes (a column it dropped or misread would change the second text).
+    let samples: Vec<CycleSample> = (0..20).map(sample).collect();
+    let text = samples_csv(&samples);
+    let again = samples_csv(&parse_samples_csv(&text).expect("parse"));
+    assert_eq!(again, text);
+    assert_eq!(text.lines().next().map(|h| h.split(',').count()), Some(SAMPLES_COLUMNS.len()));
+}
+
+#[test]
+fn an_older_csv_gets_its_thread_caches_back_from_the_explained_bytes() {
+    // Before these columns there were no reservations either.
+    let samples: Vec<CycleSample> = (0..5)
+        .map(|c| {
+            let mut s = sample(c);
+            s.sample.rocksdb =
+                s.sample.rocksdb.map(|r| RocksDbMemory { cache_reserved_bytes: 0, cache_over_capacity_bytes: 0, ..r });
+            s
+        })
+        .collect();
+    let text = samples_csv(&samples);
+    let keep = SAMPLES_COLUMNS.iter().position(|c| *c == "file_maps").expect("column");
+    let old: String = text.lines().map(|l| l.split(',').take(keep).collect::<Vec<_>>().join(",") + "\n").collect();
+    let back = parse_samples_csv(&old).expect("parse");
+    for (a, b) in samples.iter().zip(&back) {
+        assert_eq!(
+            a.sample.explained_bytes() - a.sample.rocksdb.map_or(0, |r| r.explained_bytes() as i64),
+            b.sample.explained_bytes() - b.sample.rocksdb.map_or(0, |r| r.explained_bytes() as i64)
+        );
+        assert_eq!(b.sample.process.file_maps, None);
+    }
+}
+
+#[test]
+fn a_bad_csv_names_its_line_and_problem() {
+    let header = SAMPLES_COLUMNS.join(",");
+    let row = samples_csv(&[sample(1)]).lines().nth(1).expect("row").to_string();
+    let cases = [
+        (String::new(), 1, "no header"),
+        ("cycle,monotonic_ns\n1,2\n".to_string(), 1, "no column allocated_bytes"),
+        (format!("{header}\n{row}\n1,2\n"), 3, "2 fields"),
+        (format!("{header}\n{}\n", row.replacen("1,", "x,", 1)), 2, "cycle: \"x\" is not an integer"),
+        (format!("{header}\n{}\n", row.replace(",true,", ",maybe,")), 2, "settled"),
+    ];
+    for (text, line, problem) in cases {
+        match parse_samples_csv(&text) {
+            Err(ReportError::Samples { line: l, problem: p }) => {
+                assert_eq!(l, line, "{p}");
+                assert!(p.contains(problem), "{p:?} should say {problem:?}");
+            }
+            other => panic!("{text:?}: {other:?}"),
+        }
+    }
+}

@@ -1,0 +1,137 @@
+//! What a run ends with: its outcome ([`RunOutcome`]), or why it could not start or finish
+//! ([`RunError`]); and the exit codes of both.
+
+use std::path::PathBuf;
+
+use crate::fault::FaultPlanError;
+use crate::harness::HarnessError;
+use crate::ledger::LedgerError;
+use crate::report::{ReportError, RunReport};
+use crate::Verdict;
+
+/// A run could not start or finish. Every variant names the option or file at fault.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RunError {
+    /// An option is out of range or contradicts another.
+    #[error("{option}: {problem}")]
+    Invalid {
+        /// The option (`--cycles`).
+        option: &'static str,
+        /// What is wrong with it.
+        problem: String,
+    },
+    /// The fault plan does not parse, or names a point the store does not have.
+    #[error("--faults: {0}")]
+    Faults(#[from] FaultPlanError),
+    /// The tracking depth is unknown.
+    #[error("--tracking: {0}")]
+    Tracking(#[from] LedgerError),
+    /// A directory could not be made.
+    #[error("{option} {}: {source}", path.display())]
+    Dir {
+        /// The option (`--dir`), or `temporary directory`.
+        option: &'static str,
+        /// The directory.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The store's constructor failed (its causes follow as the error's source chain).
+    #[error("cannot set up the store: {0}")]
+    Store(#[source] Box<dyn std::error::Error + Send + Sync>),
+    /// The harness could not start (the data directory cannot be watched).
+    #[error(transparent)]
+    Harness(#[from] HarnessError),
+    /// The report could not be written or read.
+    #[error("{context}: {source}")]
+    Report {
+        /// What was being done (`--report /tmp/r`, `writing the report`).
+        context: String,
+        /// Why it failed.
+        source: ReportError,
+    },
+    /// The signal handler for SIGINT and SIGTERM could not be installed.
+    #[error("signal handler: {0}")]
+    Signal(std::io::Error),
+    /// The PNG plot could not be drawn.
+    #[error("drawing plot.png: {0}")]
+    Png(String),
+    /// `--profile`: the heap profiler is unavailable, or a profile could not be taken or read.
+    #[error("--profile: {0}")]
+    Profile(crate::probe::ProbeError),
+}
+
+pub(super) fn invalid(option: &'static str, problem: impl Into<String>) -> RunError {
+    RunError::Invalid { option, problem: problem.into() }
+}
+
+/// A finished run: its report, and where it was written.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct RunOutcome {
+    /// The report (what `--json` prints and report.json holds).
+    pub report: RunReport,
+    /// The report directory, when one was asked for.
+    pub report_dir: Option<PathBuf>,
+}
+
+impl RunOutcome {
+    /// The run's verdict.
+    pub fn verdict(&self) -> Verdict {
+        self.report.verdict.verdict
+    }
+
+    /// The process exit code of the verdict: 0 clean, 1 leak, 3 inconclusive (2 is a usage
+    /// or environment error, [`RunError`]).
+    pub fn exit_code(&self) -> u8 {
+        exit_code(self.report.verdict.verdict)
+    }
+
+    /// The verdict table `leakcheck check` prints: header, cycles, one line per signal, leak
+    /// rate, return to baseline, the ledger's retained handles, integrity problems, verdict.
+    pub fn table(&self) -> String {
+        crate::report::text::table(&self.report)
+    }
+
+    /// The report as pretty JSON.
+    pub fn json(&self) -> String {
+        serde_json::to_string_pretty(&self.report).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
+    }
+
+    /// Panics unless the verdict is clean, with the verdict table (and in it the ledger's
+    /// retained-handle table) as the message.
+    ///
+    /// # Panics
+    /// When the verdict is leak or inconclusive.
+    #[track_caller]
+    pub fn assert_clean(&self) {
+        if self.report.verdict.verdict != Verdict::Clean {
+            panic!("leakcheck: the store is not clean ({})\n\n{}", self.report.verdict.verdict, self.table());
+        }
+    }
+}
+
+impl std::fmt::Display for RunOutcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.table())
+    }
+}
+
+/// The process's name as invoked (`leakcheck`, `kv-soak`, `rocksdb-sweep`), for its messages.
+#[doc(hidden)]
+pub fn tool_name() -> String {
+    std::env::args_os()
+        .next()
+        .and_then(|a| PathBuf::from(a).file_name().map(|f| f.to_string_lossy().into_owned()))
+        .unwrap_or_else(|| "leakcheck".to_string())
+}
+
+/// The exit code of a verdict: 0 clean, 1 leak, 3 inconclusive.
+pub fn exit_code(v: Verdict) -> u8 {
+    match v {
+        Verdict::Clean => 0,
+        Verdict::Leak => 1,
+        Verdict::Inconclusive => 3,
+    }
+}
