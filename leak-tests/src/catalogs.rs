@@ -9,7 +9,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
-use crate::clean::{clean_store, run_clean_report, CleanOutcome, CHECK_CYCLES, CHECK_MAX_CYCLES, CLEAN_CATALOG};
+use crate::check_settings::{CHECK_CYCLES, CHECK_MAX_CYCLES};
+use crate::clean::{clean_store, run_clean_report, CleanOutcome, CLEAN_CATALOG};
 use crate::mutants::{mutant, run_mutant, Mutant, MutantOutcome, CATALOG};
 use leakcheck::harness::HarnessError;
 use leakcheck::report::{self, ReportError, RunReport, RunSettings};

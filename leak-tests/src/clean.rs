@@ -19,6 +19,7 @@ use std::time::{Duration, Instant};
 use rocksdb::{Direction, IteratorMode, MultiThreaded, SingleThreaded};
 use serde::{Deserialize, Serialize};
 
+use crate::check_settings::{CHECK_CYCLES, CHECK_MAX_CYCLES, DEFAULT_CHECK_PLAN};
 use crate::reference::{ReferenceConfig, ReferenceStore};
 use leakcheck::fault::{FaultAction, FaultPlan, InjectedPanic};
 use leakcheck::harness::{CycleCtx, Harness, HarnessConfig, HarnessError, HarnessReport, Lifecycle};
@@ -28,12 +29,6 @@ use leakcheck::tracked::{
     TrackedWriteBatch, TrackedWriteBufferManager, TrackedWriteOptions,
 };
 use leakcheck::{Ledger, Verdict};
-
-/// The settings of `leakcheck check`: cycles asked for, and the longest run while the memory
-/// verdict is inconclusive.
-pub const CHECK_CYCLES: u64 = leakcheck::runner::DEFAULT_CHECK_CYCLES;
-/// See [`CHECK_CYCLES`].
-pub const CHECK_MAX_CYCLES: u64 = leakcheck::runner::DEFAULT_MAX_CYCLES_FACTOR * CHECK_CYCLES;
 
 /// An error of a catalog store: RocksDB's, or an injected one.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -947,7 +942,7 @@ pub const CLEAN_CATALOG: [CleanStore; 10] = [
     CleanStore {
         name: "reference-4x8",
         description: "the reference store at 4 tasks x 8 segments (32 instances per cycle)",
-        plan: crate::mutants::DEFAULT_CHECK_PLAN,
+        plan: DEFAULT_CHECK_PLAN,
         run: |dir, ledger, cfg| {
             let mut config = ReferenceConfig::new(dir.join("store"));
             config.tasks = 4;

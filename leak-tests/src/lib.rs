@@ -29,6 +29,7 @@ macro_rules! opaque_debug {
 pub(crate) use opaque_debug;
 
 pub mod catalogs;
+pub mod check_settings;
 pub mod clean;
 pub mod fresh;
 pub mod mutants;

@@ -13,6 +13,7 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
+use crate::check_settings::{CHECK_CYCLES, DEFAULT_CHECK_PLAN};
 use crate::reference::{ReferenceConfig, ReferenceStore, Variant};
 use leakcheck::fault::FaultPlan;
 use leakcheck::harness::{Harness, HarnessConfig, HarnessError};
@@ -254,7 +255,7 @@ pub const CATALOG: [Mutant; 29] = [
         expected: &[Class::Bytes],
         invisible_to: &[Class::Handles],
         plan: DEFAULT_CHECK_PLAN,
-        min_cycles: crate::clean::CHECK_CYCLES,
+        min_cycles: CHECK_CYCLES,
         run_as: RunAs::Fixed,
         heap_stack: Some("ReferenceStore::leak_native"),
     },
@@ -403,9 +404,6 @@ pub const CATALOG: [Mutant; 29] = [
     },
 ];
 
-/// `leakcheck check`'s default fault plan ([`crate::reference::DEFAULT_PLAN`]).
-pub const DEFAULT_CHECK_PLAN: &str = crate::reference::DEFAULT_PLAN;
-
 /// The catalog entry by name.
 pub fn mutant(name: &str) -> Option<&'static Mutant> {
     CATALOG.iter().find(|m| m.name == name)
@@ -468,13 +466,13 @@ pub fn run_mutant(m: &Mutant, dir: &Path, cycles: u64) -> Result<MutantOutcome, 
     let cfg = match m.run_as {
         RunAs::Fixed => HarnessConfig { cycles, plan, ..HarnessConfig::default() },
         RunAs::Check => {
-            let first = cycles.max(crate::clean::CHECK_CYCLES);
+            let first = cycles.max(CHECK_CYCLES);
             HarnessConfig { cycles: 4 * first, decide_after: Some(first), plan, ..HarnessConfig::default() }
         }
         RunAs::Soak { cycles, .. } => {
             let mut cfg =
                 HarnessConfig { cycles, sample_every: 5, keep_records: false, plan, ..HarnessConfig::default() };
-            cfg.analysis.looks = leakcheck::verdict::Looks::Doubling { first: crate::clean::CHECK_CYCLES };
+            cfg.analysis.looks = leakcheck::verdict::Looks::Doubling { first: CHECK_CYCLES };
             cfg
         }
     };

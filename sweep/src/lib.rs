@@ -580,7 +580,7 @@ fn run_cli(prefix: &[&str], args: &SweepArgs) -> Result<u8, SweepError> {
         return Ok(0);
     }
     if args.list_ops {
-        for op in fuzz::ops::all() {
+        for op in fuzz::all_ops() {
             let classes: Vec<&str> = op.classes.iter().map(|c| c.name()).collect();
             println!("{:<28} {:<44} {}", op.name, classes.join(","), op.reaches.join(" "));
         }

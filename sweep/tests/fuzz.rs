@@ -60,7 +60,7 @@ fn planted_leaks_are_found_and_shrunk_to_the_step_and_class_that_leak() {
     }
     // No program with only valid, non-empty planted steps leaked.
     for p in &report.programs {
-        let plain = p.program.steps.iter().all(|s| s.class == leakcheck_sweep::fuzz::ops::ArgClass::Valid);
+        let plain = p.program.steps.iter().all(|s| s.class == leakcheck_sweep::fuzz::op::ArgClass::Valid);
         assert!(!(plain && p.verdict == leakcheck::Verdict::Leak), "a valid program leaked: {:?}", p.program);
     }
     assert_eq!(code, 1, "new leaks fail the fuzz");

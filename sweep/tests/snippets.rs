@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-use leakcheck_sweep::fuzz::{ops, program};
+use leakcheck_sweep::fuzz::{op, program};
 
 /// The directory of this build's dependencies and the rocksdb rlib in it.
 fn binding() -> (PathBuf, PathBuf) {
@@ -25,7 +25,7 @@ fn binding() -> (PathBuf, PathBuf) {
 
 #[test]
 fn every_snippet_type_checks_against_the_binding_alone() {
-    let pool: Vec<&ops::Op> = ops::all().filter(|o| !o.planted).collect();
+    let pool: Vec<&op::Op> = leakcheck_sweep::fuzz::all_ops().filter(|o| !o.planted).collect();
     let programs = program::single_steps(&pool);
     // One crate: each snippet in a module of its own (its inner attribute moved to the top).
     let mut source = String::from("#![allow(unused_imports, unused_variables, dead_code)]\nfn main() {}\n");

@@ -15,6 +15,7 @@
 //! each step's class made plainer) and printed as a Rust snippet against rust-rocksdb alone.
 #![allow(clippy::disallowed_types, clippy::disallowed_methods)] // the binding itself is what is swept
 
+pub mod op;
 pub mod ops;
 pub mod planted;
 pub mod prelude;
@@ -30,8 +31,24 @@ use leakcheck::{Ledger, Signal, Verdict};
 use serde::{Deserialize, Serialize};
 
 use crate::{SweepError, ROCKSDB_VERSION};
-use ops::{ArgClass, Op, Ran, Values};
+use op::{ArgClass, Op, Ran, Values};
 use program::{Program, Step};
+
+/// The op of that name, the planted ones included.
+pub fn find_op(name: &str) -> Option<&'static Op> {
+    all_ops().find(|o| o.name == name)
+}
+
+/// Every op this build has: the model's (0.22 and later), those of 0.23, 0.24 and 0.25 and
+/// later, the planted ones (last).
+pub fn all_ops() -> impl Iterator<Item = &'static Op> {
+    ops::OPS
+        .iter()
+        .chain(ops::OPS_SINCE_0_23)
+        .chain(ops::OPS_SINCE_0_24)
+        .chain(ops::OPS_SINCE_0_25)
+        .chain(planted::PLANTED_OPS)
+}
 
 /// Calls per cycle aim at this much time: a leak of a few bytes a call is then hundreds of bytes
 /// a cycle.
@@ -161,7 +178,7 @@ pub fn run_program(program: &Program) -> Result<ProgramRun, SweepError> {
     let steps = program
         .steps
         .iter()
-        .map(|s| ops::op(&s.op).map(|op| (op, s.args.clone(), s.args.values(0))))
+        .map(|s| find_op(&s.op).map(|op| (op, s.args.clone(), s.args.values(0))))
         .collect::<Option<Vec<_>>>()
         .ok_or(SweepError::Fixture("an op vanished after validation"))?;
     let mut store = ProgramStore { steps, dir: scratch.path().to_path_buf(), reps: 1, results: None };
@@ -603,7 +620,7 @@ pub fn shrink(exe: &Exe, program: Program, run: Option<ProgramRun>, keep: Keep, 
     // Plainer classes, step by step.
     for i in 0..best.program.steps.len() {
         let current = best.program.steps[i].class;
-        let op = ops::op(&best.program.steps[i].op);
+        let op = find_op(&best.program.steps[i].op);
         let plainer: Vec<ArgClass> = ArgClass::ALL
             .iter()
             .copied()
@@ -645,7 +662,7 @@ fn first_line(e: &SweepError) -> String {
 
 /// Step `i` alone, after a `close` when it needs the DB closed.
 fn with_prefix(steps: &[Step], i: usize) -> Vec<Step> {
-    let needs_closed = ops::op(&steps[i].op).is_some_and(|o| o.needs == ops::Needs::Closed);
+    let needs_closed = find_op(&steps[i].op).is_some_and(|o| o.needs == op::Needs::Closed);
     let close = steps.iter().take(i).rev().find(|s| s.op == "close").cloned();
     match (needs_closed, close) {
         (true, Some(c)) => vec![c, steps[i].clone()],

@@ -22,7 +22,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
 #[cfg(feature = "planted")]
-use super::ops::{fuzz_op, Arg, ArgClass, Effect, Needs, Op, Ran, Role};
+use super::op::{fuzz_op, Arg, ArgClass, Effect, Needs, Op, Ran, Role};
 
 /// The planted ops (empty without the `planted` feature).
 #[cfg(feature = "planted")]
@@ -43,7 +43,7 @@ pub const PLANTED_OPS: &[Op] = &[
 
 /// The planted ops (empty without the `planted` feature).
 #[cfg(not(feature = "planted"))]
-pub const PLANTED_OPS: &[super::ops::Op] = &[];
+pub const PLANTED_OPS: &[super::op::Op] = &[];
 
 /// `DB::open(&opts, path)` with `create_if_missing`, then dropped; returns whether the open
 /// failed. Planted bug: on failure the error message RocksDB allocated is not freed.

@@ -3,7 +3,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::ops::{self, Arg, ArgClass, Effect, Needs, Op, Role, Values};
+use super::find_op;
+use super::op::{Arg, ArgClass, Effect, Needs, Op, Role, Values};
+use super::ops;
 
 /// A string or byte argument as written in a program: short literals as they are, long ones as
 /// one character repeated (so a report stays small and a snippet readable).
@@ -314,7 +316,7 @@ pub fn pool(names: &[String], planted: bool) -> Result<Vec<&'static Op>, Program
     names
         .iter()
         .enumerate()
-        .map(|(index, n)| ops::op(n).ok_or_else(|| ProgramError::UnknownOp { index, op: n.clone() }))
+        .map(|(index, n)| find_op(n).ok_or_else(|| ProgramError::UnknownOp { index, op: n.clone() }))
         .collect()
 }
 
@@ -323,7 +325,7 @@ pub fn pool(names: &[String], planted: bool) -> Result<Vec<&'static Op>, Program
 pub fn validate(program: &Program) -> Result<(), ProgramError> {
     let mut model = Model::default();
     for (index, step) in program.steps.iter().enumerate() {
-        let op = ops::op(&step.op).ok_or_else(|| ProgramError::UnknownOp { index, op: step.op.clone() })?;
+        let op = find_op(&step.op).ok_or_else(|| ProgramError::UnknownOp { index, op: step.op.clone() })?;
         if !op.classes.contains(&step.class) {
             return Err(ProgramError::Class { index, op: step.op.clone(), class: step.class.name() });
         }
@@ -383,7 +385,7 @@ pub fn random(seed: u64, index: u64, pool: &[&'static Op], max_len: usize) -> Pr
     let len = 2 + rng.below(max_len.saturating_sub(1).max(1));
     let mut model = Model::default();
     let mut steps = Vec::new();
-    let reopen = ops::op("reopen");
+    let reopen = find_op("reopen");
     while steps.len() < len {
         let allowed: Vec<&&Op> = pool.iter().filter(|o| model.allows(o)).collect();
         let op = match (allowed.is_empty(), reopen) {
@@ -404,9 +406,9 @@ pub fn random(seed: u64, index: u64, pool: &[&'static Op], max_len: usize) -> Pr
 pub fn redraw(program: &Program, index: usize, class: ArgClass) -> Option<Program> {
     let mut model = Model::default();
     for step in &program.steps[..index] {
-        model.apply(ops::op(&step.op)?, step);
+        model.apply(find_op(&step.op)?, step);
     }
-    let op = ops::op(&program.steps[index].op)?;
+    let op = find_op(&program.steps[index].op)?;
     let mut out = program.clone();
     out.steps[index].class = class;
     out.steps[index].args = model.draw(op, class, &mut Rng::new(0, index as u64));
@@ -426,7 +428,7 @@ pub fn snippet(program: &Program, header: &[String]) -> String {
         let _ = writeln!(out, "// {line}");
     }
     // The prelude without its comments, and `reopen` only when a step may close the DB.
-    let closes = program.steps.iter().any(|s| ops::op(&s.op).is_some_and(|o| o.slot && uses(o.code, "db")));
+    let closes = program.steps.iter().any(|s| find_op(&s.op).is_some_and(|o| o.slot && uses(o.code, "db")));
     let mut prelude = String::new();
     for item in PRELUDE.split("\n\n").filter(|i| closes || !i.contains("fn reopen")) {
         let code: Vec<&str> = item.lines().filter(|l| !l.trim_start().starts_with("//")).collect();
@@ -437,7 +439,7 @@ pub fn snippet(program: &Program, header: &[String]) -> String {
     let _ = writeln!(out, "use rocksdb::checkpoint::Checkpoint;");
     let _ = writeln!(out, "use rocksdb::*;");
     let _ = write!(out, "{}", prelude.trim_start());
-    if program.steps.iter().any(|s| ops::op(&s.op).is_some_and(|o| uses(o.code, "concat"))) {
+    if program.steps.iter().any(|s| find_op(&s.op).is_some_and(|o| uses(o.code, "concat"))) {
         let _ = writeln!(out, "{}\n", ops::CONCAT);
     }
     let _ = writeln!(out, "fn main() -> Result<(), Box<dyn std::error::Error>> {{");
@@ -448,7 +450,7 @@ pub fn snippet(program: &Program, header: &[String]) -> String {
     let _ = writeln!(out, "let mut db = Some(fixture(dir)?);");
     let _ = writeln!(out, "for i in 0..1_000_000u64 {{");
     for step in &program.steps {
-        let Some(op) = ops::op(&step.op) else { continue };
+        let Some(op) = find_op(&step.op) else { continue };
         let _ = writeln!(out, "// {}", step.label());
         if op.role == Role::SetterType {
             for i in super::setters::parse_range(&step.args.key.bytes(0)) {
@@ -599,7 +601,7 @@ mod tests {
             assert!(s.starts_with("// header"), "{s}");
             assert!(s.contains("fn fixture(") && s.contains("fn main()"), "{s}");
             let step = p.steps.last().expect("a step");
-            let op = ops::op(&step.op).expect("op");
+            let op = find_op(&step.op).expect("op");
             if op.role == Role::SetterType {
                 assert!(s.contains("::default(); o.set_") || s.contains("::default();\n"), "{s}");
             } else if op.takes(Arg::Name) {

@@ -7,7 +7,8 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use super::ops::{self, Op};
+use super::all_ops;
+use super::op::Op;
 use crate::surface::{self, Func, SurfaceError};
 
 /// One public function of the binding.
@@ -52,7 +53,7 @@ pub const NOT_MODELLED: &str = "not modelled yet";
 /// Each op's reached functions, keyed by `Type::function` with the type's aliases resolved.
 fn reached_by(types: &surface::Types) -> BTreeMap<String, Vec<&'static str>> {
     let mut out: BTreeMap<String, Vec<&'static str>> = BTreeMap::new();
-    for op in ops::all().filter(|o| !o.planted) {
+    for op in all_ops().filter(|o| !o.planted) {
         for r in op.reaches {
             if let Some((ty, f)) = r.split_once("::") {
                 out.entry(format!("{}::{f}", types.resolve(ty))).or_default().push(op.name);
@@ -126,7 +127,7 @@ pub fn unknown_entries(src: &Path) -> Result<Vec<(&'static str, &'static str)>, 
         .map(|f| format!("{}::{}", types.resolve(&f.ty), f.name))
         .collect();
     let mut out = Vec::new();
-    for op in ops::all().filter(|o: &&Op| !o.planted) {
+    for op in all_ops().filter(|o: &&Op| !o.planted) {
         for r in op.reaches {
             let Some((ty, f)) = r.split_once("::") else {
                 out.push((op.name, *r));

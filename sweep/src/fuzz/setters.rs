@@ -11,8 +11,8 @@ use std::ops::Range;
 include!(concat!(env!("OUT_DIR"), "/setters.rs"));
 
 /// The value class a step's class stands for (`n` of the op).
-pub fn value_class(class: super::ops::ArgClass) -> u64 {
-    use super::ops::ArgClass;
+pub fn value_class(class: super::op::ArgClass) -> u64 {
+    use super::op::ArgClass;
     match class {
         ArgClass::Empty => 0,
         ArgClass::Large => 2,
