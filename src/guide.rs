@@ -251,7 +251,7 @@
 //!   background work finishes.
 //! - **Keep everyone on the wrappers.** The repository's `clippy.toml` forbids naming untracked
 //!   rust-rocksdb types outside the wrapper module, and lists with a reason each what is not
-//!   wrapped yet; copy its lists into your project's. Its `tests/binding_coverage.rs` fails on
+//!   wrapped yet; copy its lists into your project's. Its `sweep/tests/binding_coverage.rs` fails on
 //!   any public function of the locked rust-rocksdb that returns a native handle and is neither
 //!   wrapped nor listed.
 //! - **Another library's handles.** [`Ledger::register`](crate::Ledger::register) with

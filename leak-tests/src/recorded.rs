@@ -1,9 +1,9 @@
 //! Recorded clean runs, and runs simulated from them: the calibration of the false-positive rate
-//! (`tests/verdict_calibration.rs`) and the power curve (`leakcheck power`) judge simulated runs
+//! (`leak-tests/tests/verdict_calibration.rs`) and the power curve (`leakcheck power`) judge simulated runs
 //! exactly as `check` and `soak` judge real ones, fast enough for thousands of runs.
 //!
 //! The recorded runs are samples.csv files of the reference store and the clean-store catalog
-//! (`tests/data/clean-runs/`, re-recorded with `scripts/record-clean-runs`). A simulated run is a
+//! (`leak-tests/data/clean-runs/`, re-recorded with `scripts/record-clean-runs`). A simulated run is a
 //! moving-block bootstrap of residuals: it starts as the recorded one did (its first `prefix`
 //! cycles as recorded: the warm-up and the slow settling after it are how a store starts, not
 //! noise to scatter over a run); past them each quantity of the recorded run is split into its
@@ -21,15 +21,15 @@ const BLOCK: usize = 20;
 
 /// The recorded clean runs, embedded: (name, samples.csv).
 const CLEAN_RUNS: [(&str, &str); 9] = [
-    ("async-close", include_str!("../../tests/data/clean-runs/async-close.csv")),
-    ("cf-churn", include_str!("../../tests/data/clean-runs/cf-churn.csv")),
-    ("growing-reopened", include_str!("../../tests/data/clean-runs/growing-reopened.csv")),
-    ("long-lived-db", include_str!("../../tests/data/clean-runs/long-lived-db.csv")),
-    ("multi-threaded-cf", include_str!("../../tests/data/clean-runs/multi-threaded-cf.csv")),
-    ("read-only-beside-writer", include_str!("../../tests/data/clean-runs/read-only-beside-writer.csv")),
-    ("reference-4x8", include_str!("../../tests/data/clean-runs/reference-4x8.csv")),
-    ("reference-check", include_str!("../../tests/data/clean-runs/reference-check.csv")),
-    ("shared-cache-wbm", include_str!("../../tests/data/clean-runs/shared-cache-wbm.csv")),
+    ("async-close", include_str!("../data/clean-runs/async-close.csv")),
+    ("cf-churn", include_str!("../data/clean-runs/cf-churn.csv")),
+    ("growing-reopened", include_str!("../data/clean-runs/growing-reopened.csv")),
+    ("long-lived-db", include_str!("../data/clean-runs/long-lived-db.csv")),
+    ("multi-threaded-cf", include_str!("../data/clean-runs/multi-threaded-cf.csv")),
+    ("read-only-beside-writer", include_str!("../data/clean-runs/read-only-beside-writer.csv")),
+    ("reference-4x8", include_str!("../data/clean-runs/reference-4x8.csv")),
+    ("reference-check", include_str!("../data/clean-runs/reference-check.csv")),
+    ("shared-cache-wbm", include_str!("../data/clean-runs/shared-cache-wbm.csv")),
 ];
 
 /// The quantities a simulated run resamples as one row: unexplained bytes, RocksDB's unbounded
@@ -74,7 +74,7 @@ pub fn clean_runs(prefix: usize) -> Vec<Recorded> {
     CLEAN_RUNS
         .iter()
         .map(|(name, text)| {
-            Recorded::parse(name, text, prefix).unwrap_or_else(|e| panic!("tests/data/clean-runs/{name}.csv: {e}"))
+            Recorded::parse(name, text, prefix).unwrap_or_else(|e| panic!("leak-tests/data/clean-runs/{name}.csv: {e}"))
         })
         .collect()
 }

@@ -2,7 +2,6 @@
 //! zero retained handles, exactly the declared shared ones live, no swallowed close error, every
 //! segment reopens (no LOCK held), no committed record lost; and no plan's bytes a leak against
 //! clean cycles. Process-wide measurement: one test in this file.
-#![cfg(feature = "rocksdb")]
 
 use leak_tests::reference::{ReferenceConfig, ReferenceStore, FAULT_POINTS};
 use leakcheck::{HandleKind, Harness, Ledger, Verdict};

@@ -7,7 +7,7 @@
 //! planted stack was among the top three, its growth proven above the byte tolerance (its 95%
 //! lower bound, the property the detection matrix asserts). docs/guide.md quotes its table.
 //!
-//! `cargo bench --bench profile_sampling --features profiling [-- LG [FROM]]`: LG defaults to 19;
+//! `cargo bench -p leak-tests --bench profile_sampling [-- LG [FROM]]`: LG defaults to 19;
 //! FROM skips the rungs of the cycle ladder below it.
 
 use std::time::Instant;
@@ -27,7 +27,7 @@ const LADDER: [u64; 7] = [250, 500, 1000, 2000, 4000, 8000, 16000];
 const RUNS: usize = 3;
 
 /// How many cycles a leak needs before `--profile` names it
-/// (`cargo bench --bench profile_sampling --features profiling -- [LG [FROM]]`).
+/// (`cargo bench -p leak-tests --bench profile_sampling -- [LG [FROM]]`).
 #[derive(clap::Parser)]
 #[command(name = "profile_sampling")]
 struct Args {

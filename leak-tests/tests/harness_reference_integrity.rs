@@ -7,7 +7,6 @@
 //! records for it are dropped as late while its offset advances. The check used to owe those
 //! records; it now owes records from the retention floor, and this plan reaches the case within a
 //! few dozen cycles (each of six seeds tried did, before the fix).
-#![cfg(feature = "rocksdb")]
 
 use leak_tests::reference::{ReferenceConfig, ReferenceStore};
 use leakcheck::fault::FaultPlan;

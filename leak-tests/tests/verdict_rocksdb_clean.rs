@@ -1,6 +1,5 @@
 //! A RocksDB open/write/close loop with nothing planted is not flagged by any signal.
 //! Process-wide measurement: one test in this file.
-#![cfg(feature = "rocksdb")]
 
 mod common;
 

@@ -2,7 +2,6 @@
 //! (the planted `marker-failure-leaks-bytes`) makes exactly the plans in which that write fails
 //! a leak, at about 1 KiB per failed close, and no other plan. Process-wide measurement: one
 //! test in this file.
-#![cfg(feature = "rocksdb")]
 
 use leak_tests::reference::{ReferenceConfig, ReferenceStore, Variant};
 use leakcheck::{Harness, Ledger, Verdict};

@@ -2,7 +2,6 @@
 //! cycle around the fresh-DB loop) gives the same slope, within its interval, when a settled
 //! sample is taken every cycle, every 5th or every 10th. Process-wide measurement: one test in
 //! this file; its three runs are sequential.
-#![cfg(feature = "rocksdb")]
 
 use leak_tests::fresh::FreshDbLoop;
 use leak_tests::planted::PlantedMalloc;

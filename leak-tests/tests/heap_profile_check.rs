@@ -1,7 +1,6 @@
 //! `leakcheck::check(..).profile(n)` in a `cargo test` binary started with the profiler ready: a
 //! planted C allocation of 4 KiB per cycle is named by its call stack in the outcome's report.
 //! Its own process (jemalloc's start-up options are per binary).
-#![cfg(feature = "profiling")]
 
 use leak_tests::fresh::FreshDbLoop;
 use leak_tests::planted::PlantedMalloc;

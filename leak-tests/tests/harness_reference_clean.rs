@@ -3,7 +3,6 @@
 //! clean: the verdict `Clean`, no handle retained in any cycle, no swallowed close error, no lost
 //! record, every segment reopenable.
 //! Process-wide measurement: one test in this file.
-#![cfg(feature = "rocksdb")]
 
 use leak_tests::reference::{ReferenceConfig, ReferenceStore};
 use leakcheck::fault::FaultPlan;

@@ -1,6 +1,5 @@
 //! A planted native leak of 256 B per cycle around a RocksDB open/write/close loop is flagged by
 //! the bytes signal. Process-wide measurement: one test in this file.
-#![cfg(feature = "rocksdb")]
 
 mod common;
 

@@ -1,5 +1,5 @@
 //! Calibration of the false-positive rate: exactly the judgement `check` and `soak` make, on
-//! simulated clean runs whose noise is drawn from recorded clean runs (`tests/data/clean-runs/`,
+//! simulated clean runs whose noise is drawn from recorded clean runs (`leak-tests/data/clean-runs/`,
 //! samples.csv files of the reference store and the clean-store catalog, re-recorded with
 //! `scripts/record-clean-runs`).
 //!
