@@ -181,10 +181,11 @@
 //!
 //! # 4. A soak binary, and a bench
 //!
-//! `leakcheck::runner::cli::main` (feature `cli`) gives a binary of yours `check`,
+//! `leakcheck_cli::main` (the `leakcheck-cli` crate, `cli/` in the repository, taken with
+//! `default-features = false`) gives a binary of yours `check`,
 //! `soak` and `compare` for your store, with leakcheck's flags, output, exit codes (0 clean, 1
 //! leak or regression, 2 bad input, 3 inconclusive), crash-safe reports and plots, and flags of
-//! your own flattened in; its module docs have the example. Without the command line,
+//! your own flattened in; its crate docs have the example. Without the command line,
 //! [`runner::run`](crate::runner::run) takes [`RunOptions`](crate::runner::RunOptions) and
 //! returns the outcome (report, table, exit code). A nightly job soaks with `soak --duration 8h
 //! --report DIR` and compares each night's `report.json` with the last (`compare OLD NEW`).

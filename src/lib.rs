@@ -46,7 +46,7 @@
 //!
 //! Implement [`Lifecycle`] (open, work, close, and optionally an integrity check) and judge it
 //! the way `leakcheck check` judges the reference store: [`check`] in `cargo test`,
-//! [`runner::run`] from code, `runner::cli::main` (feature `cli`) for a soak binary with
+//! [`runner::run`] from code, `leakcheck_cli::main` (crate `leakcheck-cli`) for a soak binary with
 //! `check`, `soak` and `compare`. `examples/kv-service` in the repository does all three.
 
 #![deny(missing_docs, missing_debug_implementations)]

@@ -1,12 +1,13 @@
 //! The detector's own test, kept out of leakcheck's core: the reference store (a segmented store
 //! modelled on Kafka Streams' window stores, with its planted-leak variants), the two catalogs
 //! (planted leaks that must be caught, correct stores unlike ours that must come out clean), the
-//! sensitivity runs, and the `leakcheck` binary that runs them all from the command line.
+//! sensitivity runs. The `leakcheck` binary (crate `leakcheck-cli`, `cli/`) runs them all from the
+//! command line.
 //!
 //! Process-wide signals stay clean because every catalog entry runs in a process of its own:
 //! `leakcheck mutant NAME` runs one planted leak, `leakcheck clean-store NAME` one clean store
 //! ([`catalogs::variant_in_child`], [`catalogs::clean_store_in_child`]); `leakcheck mutants` and
-//! `tests/detection_matrix.rs` spawn them for the whole catalog.
+//! `cli/tests/detection_matrix.rs` spawn them for the whole catalog.
 
 // The planted leaks are deliberate `unsafe` (C allocations and native objects never freed); they
 // live in `planted` and `reference` only.

@@ -8,8 +8,8 @@
 //!   table, its exit code.
 //! - [`check`] is the same judgement on a store the caller already made, for one call in
 //!   `cargo test`.
-//! - `cli` (feature `cli`) is the command line around [`run`]: a user's soak binary gets
-//!   leakcheck's subcommands, flags, exit codes and output in one call, with its own flags
+//! - The command line around [`run`] is the `leakcheck-cli` crate (`cli/`): a user's soak binary
+//!   gets leakcheck's subcommands, flags, exit codes and output in one call, with its own flags
 //!   flattened in.
 //!
 //! `check` goes on past the cycles asked for while the memory verdict is inconclusive, deciding
@@ -17,8 +17,6 @@
 //! `soak` runs for a duration or a number of cycles and keeps the report directory current.
 
 mod check;
-#[cfg(feature = "cli")]
-pub mod cli;
 mod compare;
 mod drive;
 mod heap;

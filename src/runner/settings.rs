@@ -43,131 +43,54 @@ pub const DEFAULT_REPORT_EVERY: u64 = 25;
 /// With feature `cli` this is also the flags' parser (`#[command(flatten)]` it into a command
 /// line); [`run`](super::run) validates it, once, before anything is made.
 #[derive(Debug, Clone)]
-#[cfg_attr(feature = "cli", derive(clap::Args))]
 pub struct RunOptions {
     /// `check` or `soak` (on the command line, the subcommand).
-    #[cfg_attr(feature = "cli", arg(skip))]
     pub mode: Mode,
     /// Cycles to run (with `duration`: at most this many). Default: [`DEFAULT_CHECK_CYCLES`]
     /// for `check`; a soak needs this or `duration`.
-    #[cfg_attr(feature = "cli", arg(long, help = "Cycles to run (with --duration: at most this many)"))]
     pub cycles: Option<u64>,
     /// Run for this long.
-    #[cfg_attr(
-        feature = "cli",
-        arg(long, value_parser = super::cli::parse_duration, help = "Run for this long (for example 90s, 30m, 8h, 1h30m)")
-    )]
     pub duration: Option<Duration>,
     /// `check` with cycles: how far to go on while the memory verdict is inconclusive
     /// (default [`DEFAULT_MAX_CYCLES_FACTOR`] times the cycles; equal to the cycles: never).
-    #[cfg_attr(
-        feature = "cli",
-        arg(
-            long,
-            help = "check: when the memory verdict is still inconclusive after --cycles, go on, deciding every 10 \
-                    cycles, up to this many cycles (default: 4 x --cycles; equal to --cycles: never)"
-        )
-    )]
     pub max_cycles: Option<u64>,
     /// The fault plan (`close.marker=10%,open.db=nth:2`, or `none`). Default: the environment
     /// variable [`FAULTS_ENV`](crate::fault::FAULTS_ENV) when set, else [`Lifecycle::default_faults`](crate::Lifecycle::default_faults).
-    #[cfg_attr(
-        feature = "cli",
-        arg(
-            long,
-            help = "Fault plan, for example `close.marker=10%,open.db=nth:2` (default: the store's, which reaches its \
-                    error paths; LEAKCHECK_FAULTS when set; `none` for no faults)"
-        )
-    )]
     pub faults: Option<String>,
     /// Seed of the plan's probabilities.
-    #[cfg_attr(feature = "cli", arg(long, default_value_t = DEFAULT_SEED, help = "Seed of the fault plan's probabilities"))]
     pub seed: u64,
     /// The ledger's tracking depth. Default: `LEAKCHECK_TRACKING` when set, else sites.
-    #[cfg_attr(
-        feature = "cli",
-        arg(
-            long,
-            help = "Ledger tracking depth: counts, sites or backtraces (default: LEAKCHECK_TRACKING, else sites)"
-        )
-    )]
     pub tracking: Option<Depth>,
     /// Directory for the report (report.html, report.json, samples.csv, plot.svg and, with feature `png`,
     /// plot.png). Required by `soak`.
-    #[cfg_attr(
-        feature = "cli",
-        arg(long, help = "Directory for the report (report.html, report.json, samples.csv, plot.svg, plot.png)")
-    )]
     pub report: Option<PathBuf>,
     /// Rewrite the report every this many cycles.
-    #[cfg_attr(
-        feature = "cli",
-        arg(
-            long,
-            default_value_t = DEFAULT_REPORT_EVERY,
-            value_parser = clap::value_parser!(u64).range(1..),
-            help = "Rewrite the report every this many cycles"
-        )
-    )]
     pub report_every: u64,
     /// Take a memory sample every this many cycles (default: 1 for check, 5 for soak).
-    #[cfg_attr(
-        feature = "cli",
-        arg(long, value_parser = clap::value_parser!(u64).range(1..), help = "Take a memory sample every this many cycles")
-    )]
     pub sample_every: Option<u64>,
     /// Where the store's data lives (default: a temporary directory, removed afterwards).
-    #[cfg_attr(feature = "cli", arg(long))]
     pub dir: Option<PathBuf>,
     /// Show progress on stderr (a bar on a terminal, a line every 10 s otherwise). The command
     /// line shows it unless `check --json`.
-    #[cfg_attr(feature = "cli", arg(skip))]
     pub progress: bool,
     /// SIGINT and SIGTERM end the run after the cycle in progress, with a final report marked
     /// interrupted (installs a process-wide handler; the command line turns it on).
-    #[cfg_attr(feature = "cli", arg(skip))]
     pub interruptible: bool,
     /// Treat native allocations as invisible to jemalloc
     /// ([`crate::harness::simulated_invisible_allocations`]): the test suite uses it to prove such
     /// a run ends inconclusive, never clean.
-    #[cfg_attr(feature = "cli", arg(long, hide = true))]
     pub simulate_invisible_allocations: bool,
     /// `check`: run every cycle asked even once the verdict cannot change (by default check stops
     /// after the first cycle an exact signal's residue makes it a leak, unless it profiles the
     /// heap, whose stacks need the cycles), for a full table.
-    #[cfg_attr(
-        feature = "cli",
-        arg(long, help = "check: run every cycle asked even once the verdict is decided (a full table)")
-    )]
     pub all_cycles: bool,
     /// How long the handle check keeps waiting for retained handles once nothing in the process
     /// could release them (default 100 ms, [`HarnessConfig::handle_quiet`](crate::HarnessConfig::handle_quiet)): raise it above the
     /// delay of a close deferred where no thread, CPU or release shows it (a close queued on an
     /// idle pool thread that first sleeps).
-    #[cfg_attr(
-        feature = "cli",
-        arg(
-            long,
-            value_name = "DURATION",
-            value_parser = super::cli::parse_duration,
-            help = "How long the handle check waits for retained handles once nothing could release them (default \
-                    100ms; at most the 2 s bound): raise it above the delay of a close deferred on an idle thread"
-        )
-    )]
     pub handle_quiet: Option<Duration>,
     /// Record every allocation with the cycle that made it (allocation generations, default on;
     /// [`HarnessConfig::generations`](crate::HarnessConfig::generations)).
-    #[cfg_attr(
-        feature = "cli",
-        arg(
-            long,
-            value_name = "on|off",
-            default_value = "on",
-            action = clap::ArgAction::Set,
-            value_parser = super::cli::parse_on_off,
-            help = "Record every allocation with the cycle that made it (allocation generations): on (default) or off"
-        )
-    )]
     pub generations: bool,
     /// Profile the heap (feature `profiling`): sample one allocation per `2^N` bytes from the
     /// end of the first cycle, dump jemalloc's profile after the warm-up and at the end, and report the call
@@ -175,18 +98,6 @@ pub struct RunOptions {
     /// `heap-first.pb.gz`, `heap-last.pb.gz`, `heap-growth.folded`). jemalloc must have been
     /// started with profiling (`leakcheck::heap_profiling_ready!()` in the binary, or
     /// `MALLOC_CONF=prof:true,prof_active:false`).
-    #[cfg_attr(
-        feature = "cli",
-        arg(
-            long,
-            value_name = "N",
-            num_args = 0..=1,
-            default_missing_value = "19",
-            help = "Profile the heap with jemalloc's sampler, one sample per 2^N bytes (default 19, 512 KiB), and report \
-                    the call stacks that grew; needs a build with the `profiling` feature, started with profiling ready \
-                    (see docs/guide.md)"
-        )
-    )]
     pub profile: Option<u32>,
 }
 

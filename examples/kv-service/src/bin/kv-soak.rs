@@ -16,5 +16,5 @@ struct KvArgs {
 }
 
 fn main() -> std::process::ExitCode {
-    leakcheck::runner::cli::main(|args: &KvArgs, env| KvService::new(env.dir, env.ledger, args.cache_bytes))
+    leakcheck_cli::main(|args: &KvArgs, env| KvService::new(env.dir, env.ledger, args.cache_bytes))
 }

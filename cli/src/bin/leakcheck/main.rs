@@ -15,9 +15,9 @@ use clap::{Args, Parser, Subcommand};
 use leak_tests::catalogs;
 use leak_tests::reference::{ReferenceConfig, ReferenceStore};
 use leakcheck::probe::{self, Probe};
-use leakcheck::runner::cli::{self, StoreCommand};
 use leakcheck::runner::StoreEnv;
 use leakcheck::Verdict;
+use leakcheck_cli::{self as cli, StoreCommand};
 
 // The Rust side allocates through jemalloc too (with rocksdb's `jemalloc` feature, `malloc` is
 // jemalloc anyway; this also covers builds without it).

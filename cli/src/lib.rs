@@ -1,6 +1,9 @@
-//! The command line of [`super::run`] (feature `cli`): `check`, `soak` and `compare` with
-//! leakcheck's flags, output and exit codes (0 clean, 1 leak or regression, 2 bad input or
-//! environment, 3 inconclusive), for any store.
+//! leakcheck's command line: `check`, `soak` and `compare` with leakcheck's flags, output and exit
+//! codes (0 clean, 1 leak or regression, 2 bad input or environment, 3 inconclusive), for any
+//! store. Parsing and printing only: every decision is the library's ([`leakcheck::runner::run`]).
+//! The `leakcheck` binary (feature `reference`, the default) is this command line on the built-in
+//! reference store, with the catalogs and the binding sweep beside it; a user's soak binary takes
+//! this crate without default features.
 //!
 //! A user's soak binary, with a flag of its own:
 //!
@@ -19,7 +22,7 @@
 //! }
 //!
 //! fn main() -> std::process::ExitCode {
-//!     leakcheck::runner::cli::main(|args: &KvArgs, env| Kv::open(env.dir, env.ledger, args.shards))
+//!     leakcheck_cli::main(|args: &KvArgs, env| Kv::open(env.dir, env.ledger, args.shards))
 //! }
 //! ```
 //! `kv-soak check`, `kv-soak soak --duration 8h --report DIR`, `kv-soak compare OLD NEW`, and
@@ -31,17 +34,114 @@ use std::time::Duration;
 
 use clap::{Args, FromArgMatches, Subcommand};
 
-use super::{compare_to_page, run, Mode, RunError, RunOptions, StoreEnv};
-use crate::harness::Lifecycle;
-use crate::report::CompareLimits;
+use leakcheck::harness::Lifecycle;
+use leakcheck::report::CompareLimits;
+use leakcheck::runner::{
+    compare_to_page, run, Mode, RunError, RunOptions, StoreEnv, DEFAULT_REPORT_EVERY, DEFAULT_SEED,
+};
+use leakcheck::Depth;
 
-/// The flags of `check` and `soak`: the run's options, and how to print the outcome.
+/// The flags of `check` and `soak`, one per field of [`RunOptions`] that a command line sets, and
+/// how to print the outcome.
 #[derive(Args, Debug, Clone)]
 #[non_exhaustive]
 pub struct RunArgs {
-    /// The run's options (mode, progress and the signal handler are set by [`RunArgs::options`]).
-    #[command(flatten)]
-    pub options: RunOptions,
+    /// Cycles to run (with `duration`: at most this many). Default: [`DEFAULT_CHECK_CYCLES`](leakcheck::runner::DEFAULT_CHECK_CYCLES)
+    /// for `check`; a soak needs this or `duration`.
+    #[arg(long, help = "Cycles to run (with --duration: at most this many)")]
+    pub cycles: Option<u64>,
+    /// Run for this long.
+    #[arg(long, value_parser = parse_duration, help = "Run for this long (for example 90s, 30m, 8h, 1h30m)")]
+    pub duration: Option<Duration>,
+    /// `check` with cycles: how far to go on while the memory verdict is inconclusive
+    /// (default [`DEFAULT_MAX_CYCLES_FACTOR`](leakcheck::runner::DEFAULT_MAX_CYCLES_FACTOR) times the cycles; equal to the cycles: never).
+    #[arg(
+        long,
+        help = "check: when the memory verdict is still inconclusive after --cycles, go on, deciding every 10 \
+                    cycles, up to this many cycles (default: 4 x --cycles; equal to --cycles: never)"
+    )]
+    pub max_cycles: Option<u64>,
+    /// The fault plan (`close.marker=10%,open.db=nth:2`, or `none`). Default: the environment
+    /// variable [`FAULTS_ENV`](leakcheck::fault::FAULTS_ENV) when set, else [`Lifecycle::default_faults`](leakcheck::Lifecycle::default_faults).
+    #[arg(
+        long,
+        help = "Fault plan, for example `close.marker=10%,open.db=nth:2` (default: the store's, which reaches its \
+                    error paths; LEAKCHECK_FAULTS when set; `none` for no faults)"
+    )]
+    pub faults: Option<String>,
+    /// Seed of the plan's probabilities.
+    #[arg(long, default_value_t = DEFAULT_SEED, help = "Seed of the fault plan's probabilities")]
+    pub seed: u64,
+    /// The ledger's tracking depth. Default: `LEAKCHECK_TRACKING` when set, else sites.
+    #[arg(long, help = "Ledger tracking depth: counts, sites or backtraces (default: LEAKCHECK_TRACKING, else sites)")]
+    pub tracking: Option<Depth>,
+    /// Directory for the report (report.html, report.json, samples.csv, plot.svg and, with feature `png`,
+    /// plot.png). Required by `soak`.
+    #[arg(long, help = "Directory for the report (report.html, report.json, samples.csv, plot.svg, plot.png)")]
+    pub report: Option<PathBuf>,
+    /// Rewrite the report every this many cycles.
+    #[arg(
+            long,
+            default_value_t = DEFAULT_REPORT_EVERY,
+            value_parser = clap::value_parser!(u64).range(1..),
+            help = "Rewrite the report every this many cycles"
+        )]
+    pub report_every: u64,
+    /// Take a memory sample every this many cycles (default: 1 for check, 5 for soak).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..), help = "Take a memory sample every this many cycles")]
+    pub sample_every: Option<u64>,
+    /// Where the store's data lives (default: a temporary directory, removed afterwards).
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
+    /// Treat native allocations as invisible to jemalloc
+    /// ([`leakcheck::harness::simulated_invisible_allocations`]): the test suite uses it to prove such
+    /// a run ends inconclusive, never clean.
+    #[arg(long, hide = true)]
+    pub simulate_invisible_allocations: bool,
+    /// `check`: run every cycle asked even once the verdict cannot change (by default check stops
+    /// after the first cycle an exact signal's residue makes it a leak, unless it profiles the
+    /// heap, whose stacks need the cycles), for a full table.
+    #[arg(long, help = "check: run every cycle asked even once the verdict is decided (a full table)")]
+    pub all_cycles: bool,
+    /// How long the handle check keeps waiting for retained handles once nothing in the process
+    /// could release them (default 100 ms, [`HarnessConfig::handle_quiet`](leakcheck::HarnessConfig::handle_quiet)): raise it above the
+    /// delay of a close deferred where no thread, CPU or release shows it (a close queued on an
+    /// idle pool thread that first sleeps).
+    #[arg(
+            long,
+            value_name = "DURATION",
+            value_parser = parse_duration,
+            help = "How long the handle check waits for retained handles once nothing could release them (default \
+                    100ms; at most the 2 s bound): raise it above the delay of a close deferred on an idle thread"
+        )]
+    pub handle_quiet: Option<Duration>,
+    /// Record every allocation with the cycle that made it (allocation generations, default on;
+    /// [`HarnessConfig::generations`](leakcheck::HarnessConfig::generations)).
+    #[arg(
+            long,
+            value_name = "on|off",
+            default_value = "on",
+            action = clap::ArgAction::Set,
+            value_parser = parse_on_off,
+            help = "Record every allocation with the cycle that made it (allocation generations): on (default) or off"
+        )]
+    pub generations: bool,
+    /// Profile the heap (feature `profiling`): sample one allocation per `2^N` bytes from the
+    /// end of the first cycle, dump jemalloc's profile after the warm-up and at the end, and report the call
+    /// stacks whose live bytes grew ([`RunReport::heap_growth`](leakcheck::report::RunReport::heap_growth), and in the report directory
+    /// `heap-first.pb.gz`, `heap-last.pb.gz`, `heap-growth.folded`). jemalloc must have been
+    /// started with profiling (`leakcheck::heap_profiling_ready!()` in the binary, or
+    /// `MALLOC_CONF=prof:true,prof_active:false`).
+    #[arg(
+            long,
+            value_name = "N",
+            num_args = 0..=1,
+            default_missing_value = "19",
+            help = "Profile the heap with jemalloc's sampler, one sample per 2^N bytes (default 19, 512 KiB), and report \
+                    the call stacks that grew; needs a build with the `profiling` feature, started with profiling ready \
+                    (see docs/guide.md)"
+        )]
+    pub profile: Option<u32>,
     /// Print the report as JSON on stdout (progress goes to stderr).
     #[arg(long)]
     pub json: bool,
@@ -51,7 +151,25 @@ impl RunArgs {
     /// The runner's options for `mode`, as the command line runs them: interruptible by SIGINT
     /// and SIGTERM, with progress on stderr unless `check --json`.
     pub fn options(&self, mode: Mode) -> RunOptions {
-        RunOptions { mode, progress: !(self.json && mode == Mode::Check), interruptible: true, ..self.options.clone() }
+        let mut o = RunOptions::new(mode);
+        o.cycles = self.cycles;
+        o.duration = self.duration;
+        o.max_cycles = self.max_cycles;
+        o.faults = self.faults.clone();
+        o.seed = self.seed;
+        o.tracking = self.tracking;
+        o.report = self.report.clone();
+        o.report_every = self.report_every;
+        o.sample_every = self.sample_every;
+        o.dir = self.dir.clone();
+        o.simulate_invisible_allocations = self.simulate_invisible_allocations;
+        o.all_cycles = self.all_cycles;
+        o.handle_quiet = self.handle_quiet;
+        o.generations = self.generations;
+        o.profile = self.profile;
+        o.progress = !(self.json && mode == Mode::Check);
+        o.interruptible = true;
+        o
     }
 }
 
@@ -184,7 +302,7 @@ fn compare_command(c: &CompareArgs) -> Result<u8, RunError> {
     Ok(u8::from(!cmp.regressions.is_empty()))
 }
 
-pub use super::tool_name;
+pub use leakcheck::runner::tool_name;
 
 /// The exit code of a command's result; an error is printed as one line, `NAME: problem` (exit 2).
 pub fn exit(name: &str, result: Result<u8, impl std::error::Error>) -> ExitCode {
