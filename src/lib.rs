@@ -50,6 +50,7 @@
 //! `check`, `soak` and `compare`. `examples/kv-service` in the repository does all three.
 
 #![deny(missing_docs, missing_debug_implementations)]
+#![warn(unreachable_pub)]
 // `unsafe` lives in `sys` and in the allocation hooks' two files (probe::generations).
 #![deny(unsafe_code)]
 

@@ -17,7 +17,7 @@ use std::path::Path;
 
 use tikv_jemalloc_ctl::{Access, AsName};
 
-pub use super::symbols::{named_frames, resolve, Frame};
+pub(crate) use super::symbols::{named_frames, resolve, Frame};
 use super::{pprof, ProbeError};
 
 /// Defines jemalloc's start-up options (the `malloc_conf` symbol) so that heap profiling is
@@ -38,7 +38,7 @@ macro_rules! heap_profiling_ready {
 
 /// Whether jemalloc was started with profiling (`opt.prof`), which only start-up options can
 /// set ([`heap_profiling_ready!`](crate::heap_profiling_ready) or `MALLOC_CONF`).
-pub fn available() -> bool {
+pub(crate) fn available() -> bool {
     tikv_jemalloc_ctl::profiling::prof::read().unwrap_or(false)
 }
 
@@ -47,7 +47,7 @@ pub fn available() -> bool {
 ///
 /// # Errors
 /// [`ProbeError::Profiling`] when jemalloc was started without profiling, with what to set.
-pub fn start(lg_sample: u32) -> Result<(), ProbeError> {
+pub(crate) fn start(lg_sample: u32) -> Result<(), ProbeError> {
     require_available()?;
     let fail = |what: &str, e: tikv_jemalloc_ctl::Error| ProbeError::Profiling {
         problem: format!("{what}: {e}"),
@@ -61,7 +61,7 @@ pub fn start(lg_sample: u32) -> Result<(), ProbeError> {
 ///
 /// # Errors
 /// [`ProbeError::Profiling`] when jemalloc was started without profiling.
-pub fn require_available() -> Result<(), ProbeError> {
+pub(crate) fn require_available() -> Result<(), ProbeError> {
     if !available() {
         return Err(ProbeError::Profiling {
             problem: "jemalloc was started without profiling (opt.prof is false)".into(),
@@ -75,7 +75,7 @@ pub fn require_available() -> Result<(), ProbeError> {
 }
 
 /// Stops sampling (`prof.active` false); what was sampled stays in the profile.
-pub fn stop() {
+pub(crate) fn stop() {
     let _ = b"prof.active\0".name().write(false);
 }
 
@@ -84,7 +84,7 @@ pub fn stop() {
 /// # Errors
 /// [`ProbeError::Profiling`] when jemalloc refuses (profiling not started, the file cannot be
 /// written).
-pub fn dump(path: &Path) -> Result<(), ProbeError> {
+pub(crate) fn dump(path: &Path) -> Result<(), ProbeError> {
     let c = CString::new(path.as_os_str().as_encoded_bytes()).map_err(|_| ProbeError::Profiling {
         problem: format!("the path {} has a NUL byte", path.display()),
         fix: String::new(),
@@ -97,7 +97,7 @@ pub fn dump(path: &Path) -> Result<(), ProbeError> {
 
 /// One stack's sampled live allocations in a dump.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Sampled {
+pub(crate) struct Sampled {
     /// Sampled live objects.
     pub objects: u64,
     /// Their bytes, as sampled (not scaled).
@@ -106,7 +106,7 @@ pub struct Sampled {
 
 /// A parsed `heap_v2` dump.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct HeapProfile {
+pub(crate) struct HeapProfile {
     /// The mean sampling interval in bytes (`2^lg_prof_sample`).
     pub sample_period: u64,
     /// Live sampled allocations per call stack (return addresses, innermost first).
@@ -115,7 +115,7 @@ pub struct HeapProfile {
 
 /// A stack whose estimated live bytes grew between two dumps.
 #[derive(Debug, Clone, PartialEq)]
-pub struct StackGrowth {
+pub(crate) struct StackGrowth {
     /// The call stack (return addresses, innermost first).
     pub stack: Vec<u64>,
     /// Estimated live bytes added between the dumps.
@@ -132,19 +132,19 @@ pub struct StackGrowth {
 }
 
 /// The stacks of `changes` ([`HeapProfile::changes_since`]) that grew, most first.
-pub fn growing(changes: &[StackGrowth]) -> Vec<StackGrowth> {
+pub(crate) fn growing(changes: &[StackGrowth]) -> Vec<StackGrowth> {
     let mut out: Vec<StackGrowth> = changes.iter().filter(|g| g.bytes > 0.0).cloned().collect();
     out.sort_by(|a, b| b.bytes.total_cmp(&a.bytes));
     out
 }
 
 /// The confidence of [`StackGrowth::lower_bytes_per_cycle`].
-pub const GROWTH_CONFIDENCE: f64 = 0.95;
+pub(crate) const GROWTH_CONFIDENCE: f64 = 0.95;
 
 /// The one-sided lower confidence bound on the mean of a Poisson count observed as `n`: the `λ`
 /// at which seeing `n` or more has probability `1 - confidence` (0 for `n <= 0`). Sampled
 /// allocations of a stack are such a count: each allocated byte is sampled independently.
-pub fn poisson_lower_bound(n: i64, confidence: f64) -> f64 {
+pub(crate) fn poisson_lower_bound(n: i64, confidence: f64) -> f64 {
     if n <= 0 {
         return 0.0;
     }
@@ -194,7 +194,7 @@ impl HeapProfile {
     ///
     /// # Errors
     /// [`ProbeError::HeapProfile`] naming the line at fault.
-    pub fn parse(text: &str) -> Result<HeapProfile, ProbeError> {
+    pub(crate) fn parse(text: &str) -> Result<HeapProfile, ProbeError> {
         let mut lines = text.lines().enumerate().map(|(i, l)| (i + 1, l));
         let (_, header) = lines.next().ok_or_else(|| bad(1, "empty dump"))?;
         let period = header
@@ -229,7 +229,7 @@ impl HeapProfile {
     /// Estimated live bytes of a stack's samples: each sample stands for `1 / (1 - e^(-size /
     /// period))` allocations of its mean size (jemalloc samples an allocation of `size` bytes with
     /// that probability; `jeprof` scales the same way).
-    pub fn estimated_bytes(&self, s: Sampled) -> f64 {
+    pub(crate) fn estimated_bytes(&self, s: Sampled) -> f64 {
         if s.objects == 0 || s.bytes == 0 || self.sample_period <= 1 {
             return s.bytes as f64;
         }
@@ -251,7 +251,7 @@ impl HeapProfile {
 
     /// The change of every stack in either profile from `earlier` to this one over `cycles`
     /// cycles, shrinking ones too (negative `bytes` and `objects`, lower bound 0), in no order.
-    pub fn changes_since(&self, earlier: &HeapProfile, cycles: u64) -> Vec<StackGrowth> {
+    pub(crate) fn changes_since(&self, earlier: &HeapProfile, cycles: u64) -> Vec<StackGrowth> {
         let gone = earlier.stacks.keys().filter(|s| !self.stacks.contains_key(*s));
         self.stacks
             .keys()
@@ -279,7 +279,7 @@ impl HeapProfile {
     ///
     /// # Errors
     /// When compressing fails (it writes to memory: in practice never).
-    pub fn to_pprof(&self, resolve: &dyn Fn(u64) -> Vec<Frame>) -> Result<Vec<u8>, ProbeError> {
+    pub(crate) fn to_pprof(&self, resolve: &dyn Fn(u64) -> Vec<Frame>) -> Result<Vec<u8>, ProbeError> {
         use prost::Message;
         let mut t = Tables::default();
         let value_type =
@@ -316,7 +316,7 @@ impl HeapProfile {
 
 /// Folded stacks (`outer;...;inner bytes`, one line per stack, integer bytes), the input of flame
 /// graph tools, from the growth between two profiles.
-pub fn folded(growth: &[StackGrowth], resolve: &dyn Fn(u64) -> Vec<Frame>) -> String {
+pub(crate) fn folded(growth: &[StackGrowth], resolve: &dyn Fn(u64) -> Vec<Frame>) -> String {
     let mut out = String::new();
     for g in growth {
         let frames: Vec<String> = g
@@ -336,7 +336,7 @@ pub fn folded(growth: &[StackGrowth], resolve: &dyn Fn(u64) -> Vec<Frame>) -> St
 ///
 /// # Errors
 /// When inferno cannot draw the stacks.
-pub fn flame_svg(
+pub(crate) fn flame_svg(
     growth: &[StackGrowth],
     resolve: &dyn Fn(u64) -> Vec<Frame>,
     title: &str,

@@ -156,7 +156,7 @@ impl ThreadCounters {
     ///
     /// # Errors
     /// When jemalloc's per-thread statistics are unavailable.
-    pub fn current() -> Result<Self, ProbeError> {
+    pub(crate) fn current() -> Result<Self, ProbeError> {
         use tikv_jemalloc_ctl::thread::{allocatedp, deallocatedp};
         Ok(ThreadCounters {
             allocated: allocatedp::read().map_err(|e| ProbeError::jemalloc("thread.allocatedp", e))?,
@@ -165,17 +165,17 @@ impl ThreadCounters {
     }
 
     /// Bytes allocated by this thread since it started.
-    pub fn allocated(&self) -> u64 {
+    pub(crate) fn allocated(&self) -> u64 {
         self.allocated.get()
     }
 
     /// Bytes deallocated by this thread since it started.
-    pub fn deallocated(&self) -> u64 {
+    pub(crate) fn deallocated(&self) -> u64 {
         self.deallocated.get()
     }
 
     /// Allocated minus deallocated: the thread's net contribution to the heap.
-    pub fn net(&self) -> i64 {
+    pub(crate) fn net(&self) -> i64 {
         self.allocated() as i64 - self.deallocated() as i64
     }
 }

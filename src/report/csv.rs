@@ -107,7 +107,7 @@ impl SamplesFile {
     ///
     /// # Errors
     /// The I/O error, naming the file.
-    pub fn create(path: &Path) -> Result<Self, ReportError> {
+    pub(crate) fn create(path: &Path) -> Result<Self, ReportError> {
         let mut header = SAMPLES_COLUMNS.join(",");
         header.push('\n');
         write_atomic(path, header.as_bytes())?;
@@ -115,7 +115,7 @@ impl SamplesFile {
     }
 
     /// Adds a sample's row (written at the next flush).
-    pub fn push(&mut self, c: &CycleSample) {
+    pub(crate) fn push(&mut self, c: &CycleSample) {
         push_row(&mut self.pending, c);
     }
 
@@ -123,7 +123,7 @@ impl SamplesFile {
     ///
     /// # Errors
     /// The I/O error, naming the file.
-    pub fn flush(&mut self) -> Result<(), ReportError> {
+    pub(crate) fn flush(&mut self) -> Result<(), ReportError> {
         if self.pending.is_empty() {
             return Ok(());
         }

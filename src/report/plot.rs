@@ -12,7 +12,7 @@ use crate::units::escape_markup as esc;
 
 /// One finished SVG document.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Plot {
+pub(crate) struct Plot {
     /// The file name to use (`plot.svg`).
     pub file_name: String,
     /// The SVG text.
@@ -271,7 +271,7 @@ fn svg_start(panels: u32, title: &str) -> String {
 
 /// Draws the report's plots: one SVG with four panels (bytes with the fitted slope, resident
 /// memory, retained handles per kind, open files and maps).
-pub fn plot_svgs(report: &RunReport, samples: &[CycleSample]) -> Vec<Plot> {
+pub(super) fn plot_svgs(report: &RunReport, samples: &[CycleSample]) -> Vec<Plot> {
     let title =
         format!("leakcheck {}: {} after {} cycles", report.settings.command, report.verdict.verdict, report.cycles_run);
     let mut out = svg_start(4, &title);
@@ -343,7 +343,7 @@ pub fn plot_svgs(report: &RunReport, samples: &[CycleSample]) -> Vec<Plot> {
 /// Two runs' series on one plot (`compare --html`): unexplained and allocated bytes, retained
 /// handles of all kinds, and the process's open files, each panel with the old run's line and
 /// the new run's, over each run's own cycles.
-pub fn compare_svgs(title: &str, old: &[CycleSample], new: &[CycleSample]) -> Vec<Plot> {
+pub(super) fn compare_svgs(title: &str, old: &[CycleSample], new: &[CycleSample]) -> Vec<Plot> {
     let mut out = svg_start(3, title);
     type Value = fn(&CycleSample) -> Option<f64>;
     let both = |name: &str, f: Value| {

@@ -79,7 +79,7 @@ const MIN_DF: f64 = 8.0;
 /// the upper bound is taken at 5%, once per run, and what a clean verdict rules out holds at 95%
 /// ([`Growth::upper_alpha`]). Without it a clean store of that kind ends inconclusive whenever its
 /// interval at 1e-7 is wider than the tolerance over the span (long-lived-db: 3 seeds of 20).
-pub const LAST_LOOK_MISS_RATE: f64 = 0.05;
+pub(super) const LAST_LOOK_MISS_RATE: f64 = 0.05;
 /// The variance ratio (long-lag against one-step increments, 1 for a random walk, about `2 /
 /// lag` for independent noise) at and above which the floors are taken to wander like a walk.
 const WALK_RATIO: f64 = 0.2;

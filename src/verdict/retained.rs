@@ -121,7 +121,7 @@ impl RetainedSite {
 }
 
 /// The most sites a [`Retained`] lists.
-pub const MAX_SITES: usize = 20;
+pub(crate) const MAX_SITES: usize = 20;
 
 /// What one allocating site holds of the judged cycles' memory. A site is an allocating call stack;
 /// allocations made before their size was watched have no stack and are grouped by usable size.
@@ -175,16 +175,16 @@ pub struct RetainedSite {
 /// has stopped taking from new cycles: the one false-negative rate of `retained_bytes`, for a
 /// leak whose firings are few and fall at random times (a steady or periodic one takes from the
 /// last cycles and is never near it).
-pub const STOPPED_ALPHA: f64 = 0.01;
+pub(crate) const STOPPED_ALPHA: f64 = 0.01;
 
 /// Below this chance (and at or above [`STOPPED_ALPHA`]), whether a stack stopped taking is not
 /// decided yet: `check` goes on (up to its most cycles) rather than stop at a look; a run that
 /// ends so calls it a leak.
-pub const STOPPED_UNDECIDED: f64 = 0.1;
+pub(crate) const STOPPED_UNDECIDED: f64 = 0.1;
 
 /// The chance that `k` takings of a steady leak, at uniformly random ones of `n` judged cycles, all
 /// fall in the first `m`: C(m, k) / C(n, k).
-pub fn steady_chance(k: u64, m: u64, n: u64) -> f64 {
+pub(crate) fn steady_chance(k: u64, m: u64, n: u64) -> f64 {
     if m >= n {
         return 1.0;
     }
