@@ -13,7 +13,7 @@ fn probe(c: &mut Criterion) {
     group.bench_function("sample_watch_dir", |b| b.iter(|| watching.sample()));
     let purging = Probe::new().purge(true).watch_dir(dir.path()).expect("watch dir");
     group.bench_function("sample_purge_watch_dir", |b| b.iter(|| purging.sample()));
-    group.bench_function("jemalloc_allocated_only", |b| b.iter(leakcheck::probe::jemalloc::allocated_bytes));
+    group.bench_function("jemalloc_allocated_only", |b| b.iter(leakcheck::workspace::allocated_bytes));
     group.finish();
 }
 

@@ -284,29 +284,35 @@ pub(crate) fn unit_random(state: &mut u64) -> f64 {
     draw
 }
 
-/// splitmix64: the small seeded generator fault plans draw from, for reproducible inputs
-/// elsewhere too (the binding fuzz's programs): the same seed gives the same stream on every
-/// platform and release of this crate.
-#[derive(Debug, Clone)]
-pub struct SplitMix64(u64);
+/// The seeded generator, reached by the workspace (`leakcheck::workspace::SplitMix64`).
+pub(crate) mod rng {
+    use super::{mix64, GOLDEN};
 
-impl SplitMix64 {
-    /// A stream starting from `seed`.
-    pub fn new(seed: u64) -> SplitMix64 {
-        SplitMix64(seed)
-    }
+    /// splitmix64: the small seeded generator fault plans draw from, for reproducible inputs
+    /// elsewhere too (the binding fuzz's programs): the same seed gives the same stream on every
+    /// platform and release of this crate.
+    #[derive(Debug, Clone)]
+    pub struct SplitMix64(pub(crate) u64);
 
-    /// The next 64 bits.
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(GOLDEN);
-        mix64(self.0)
-    }
+    impl SplitMix64 {
+        /// A stream starting from `seed`.
+        pub fn new(seed: u64) -> SplitMix64 {
+            SplitMix64(seed)
+        }
 
-    /// A number below `n` (0 when `n` is 0).
-    pub fn below(&mut self, n: u64) -> u64 {
-        self.next_u64().checked_rem(n).unwrap_or(0)
+        /// The next 64 bits.
+        pub fn next_u64(&mut self) -> u64 {
+            self.0 = self.0.wrapping_add(GOLDEN);
+            mix64(self.0)
+        }
+
+        /// A number below `n` (0 when `n` is 0).
+        pub fn below(&mut self, n: u64) -> u64 {
+            self.next_u64().checked_rem(n).unwrap_or(0)
+        }
     }
 }
+pub(crate) use rng::SplitMix64;
 
 struct FaultsInner {
     points: BTreeMap<String, PointState>,

@@ -50,7 +50,7 @@
 //! `check`, `soak` and `compare`. `examples/kv-service` in the repository does all three.
 
 #![deny(missing_docs, missing_debug_implementations)]
-#![warn(unreachable_pub)]
+#![deny(unreachable_pub)]
 // `unsafe` lives in `sys` and in the allocation hooks' two files (probe::generations).
 #![deny(unsafe_code)]
 
@@ -71,6 +71,8 @@ mod sys;
 pub mod tracked;
 mod units;
 pub mod verdict;
+#[doc(hidden)]
+pub mod workspace;
 
 pub use harness::{CycleCtx, Harness, HarnessConfig, HarnessReport, Integrity, Lifecycle, StoreInfo};
 pub use ledger::{

@@ -2,7 +2,6 @@
 //! sites depth, with a steady 1000 handles live, leave jemalloc's allocated bytes where they were.
 //! Process-wide measurement: one test in this file.
 
-use leakcheck::probe::jemalloc;
 use leakcheck::{owner_scope, Depth, HandleKind, Ledger};
 
 #[test]
@@ -14,21 +13,21 @@ fn a_million_register_release_pairs_leave_memory_flat() {
     for i in 0..100_000usize {
         live[i % 1000] = ledger.register(HandleKind::Iterator);
     }
-    jemalloc::purge_all().expect("purge");
-    let before = jemalloc::allocated_bytes().expect("allocated");
+    leakcheck::workspace::purge_all().expect("purge");
+    let before = leakcheck::workspace::allocated_bytes().expect("allocated");
     for i in 0..1_000_000usize {
         live[i % 1000] = ledger.register(HandleKind::Iterator);
     }
-    jemalloc::purge_all().expect("purge");
-    let after = jemalloc::allocated_bytes().expect("allocated");
+    leakcheck::workspace::purge_all().expect("purge");
+    let after = leakcheck::workspace::allocated_bytes().expect("allocated");
     let growth = after as i64 - before as i64;
     eprintln!("1,000,000 register/release pairs with 1000 live: allocated {before} -> {after} ({growth:+} B)");
     assert_eq!(ledger.live(HandleKind::Iterator), 1000);
     assert!(growth.abs() < 64 * 1024, "ledger memory moved by {growth} B over 1,000,000 pairs");
 
     drop(live);
-    jemalloc::purge_all().expect("purge");
-    let empty = jemalloc::allocated_bytes().expect("allocated");
+    leakcheck::workspace::purge_all().expect("purge");
+    let empty = leakcheck::workspace::allocated_bytes().expect("allocated");
     eprintln!("after releasing all: {empty} B");
     assert!(empty <= after, "releasing handles freed nothing ({after} -> {empty})");
 }

@@ -2,16 +2,14 @@
 //! bytes; the same loop that frees its block shows no growth. Process-wide measurement: one test
 //! in this file.
 
-use leakcheck::probe::jemalloc;
-
 const ITERATIONS: usize = 100;
 const LEAK: usize = 1024;
 
 /// Runs ITERATIONS iterations that malloc LEAK bytes each, freeing them unless `leak`, and returns
 /// the growth of `stats.allocated` (after purging) over the loop.
 fn growth(leak: bool, kept: &mut Vec<*mut libc::c_void>) -> i64 {
-    jemalloc::purge_all().expect("purge");
-    let before = jemalloc::allocated_bytes().expect("allocated");
+    leakcheck::workspace::purge_all().expect("purge");
+    let before = leakcheck::workspace::allocated_bytes().expect("allocated");
     for _ in 0..ITERATIONS {
         // SAFETY: plain C malloc, checked for null.
         let p = unsafe { libc::malloc(LEAK) };
@@ -25,8 +23,8 @@ fn growth(leak: bool, kept: &mut Vec<*mut libc::c_void>) -> i64 {
             unsafe { libc::free(p) };
         }
     }
-    jemalloc::purge_all().expect("purge");
-    jemalloc::allocated_bytes().expect("allocated") as i64 - before as i64
+    leakcheck::workspace::purge_all().expect("purge");
+    leakcheck::workspace::allocated_bytes().expect("allocated") as i64 - before as i64
 }
 
 #[test]

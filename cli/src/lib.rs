@@ -302,7 +302,7 @@ fn compare_command(c: &CompareArgs) -> Result<u8, RunError> {
     Ok(u8::from(!cmp.regressions.is_empty()))
 }
 
-pub use leakcheck::runner::tool_name;
+pub use leakcheck::workspace::tool_name;
 
 /// The exit code of a command's result; an error is printed as one line, `NAME: problem` (exit 2).
 pub fn exit(name: &str, result: Result<u8, impl std::error::Error>) -> ExitCode {

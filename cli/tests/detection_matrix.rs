@@ -78,7 +78,7 @@ fn every_variant_is_caught_and_every_clean_store_is_clean() {
     let run = catalogs::run_catalogs(Path::new(LEAKCHECK), &plan, |_, _| {}).unwrap_or_else(|e| panic!("{e}"));
     let profiled: Vec<&Mutant> = CATALOG.iter().filter(|m| m.heap_stack.is_some() || m.expected.is_empty()).collect();
     let profiles: BTreeMap<&str, RunReport> =
-        leakcheck::runner::in_parallel(profiled, 2, |m| (m.name, run_profiled(m))).into_iter().collect();
+        leakcheck::workspace::in_parallel(profiled, 2, |m| (m.name, run_profiled(m))).into_iter().collect();
     let results: BTreeMap<&str, &MutantOutcome> = CATALOG.iter().map(|m| m.name).zip(&run.variants).collect();
     let clean = &run.clean;
 
@@ -94,7 +94,7 @@ fn every_variant_is_caught_and_every_clean_store_is_clean() {
     );
     for (name, r) in &profiles {
         for g in r.heap_growth.iter().take(3) {
-            let stack = leakcheck::probe::stacks::headline(&g.frames, 60);
+            let stack = leakcheck::workspace::stacks::headline(&g.frames, 60);
             println!(
                 "{:<32} {:>12.0} {:>12.0} {:>12.0} {:>7}  {stack}",
                 name,

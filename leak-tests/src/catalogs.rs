@@ -13,7 +13,7 @@ use crate::check_settings::{CHECK_CYCLES, CHECK_MAX_CYCLES};
 use crate::clean::{clean_store, run_clean_report, CleanOutcome, CLEAN_CATALOG};
 use crate::mutants::{mutant, run_mutant, Mutant, MutantOutcome, CATALOG};
 use leakcheck::harness::HarnessError;
-use leakcheck::report::{self, ReportError, RunReport, RunSettings};
+use leakcheck::report::{ReportError, RunReport, RunSettings};
 use leakcheck::Verdict;
 
 /// A catalog run could not be made or read.
@@ -118,8 +118,8 @@ pub fn run_clean_store(name: &str, seed: u64, report_dir: Option<&Path>) -> Resu
         };
         let r = RunReport::from_harness(settings, &harness, started.elapsed().as_secs_f64());
         let failed = |source| CatalogError::Report { dir: rd.to_path_buf(), source };
-        report::prepare_dir(rd).map_err(failed)?;
-        report::write_dir(rd, &r, &harness.samples).map_err(failed)?;
+        leakcheck::workspace::prepare_dir(rd).map_err(failed)?;
+        leakcheck::workspace::write_dir(rd, &r, &harness.samples).map_err(failed)?;
     }
     Ok(outcome)
 }
@@ -349,7 +349,7 @@ pub fn run_catalogs(
     let mut jobs: Vec<Job> =
         CLEAN_CATALOG.iter().flat_map(|s| plan.clean_seeds.iter().map(move |seed| Job::Clean(s.name, *seed))).collect();
     jobs.extend(CATALOG.iter().map(Job::Variant));
-    let done = leakcheck::runner::in_parallel(jobs, plan.workers.max(1), |job| match job {
+    let done = leakcheck::workspace::in_parallel(jobs, plan.workers.max(1), |job| match job {
         Job::Variant(m) => variant_in_child(exe, m.name, plan.cycles).inspect(|o| on_variant(m, o)).map(Done::Variant),
         Job::Clean(name, seed) => clean_store_in_child(exe, name, seed).map(Done::Clean),
     });

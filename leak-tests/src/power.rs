@@ -72,7 +72,7 @@ pub fn curve(runs: usize, max_cycles: u64, seed: u64) -> Vec<PowerRow> {
     leaks.push(("32 KiB in 1% of cycles".to_string(), Leak::Bursts { bytes: 32768.0, rate: 0.01 }));
     let jobs: Vec<(&str, String, Leak)> =
         STORES.iter().flat_map(|s| leaks.iter().map(move |(n, l)| (*s, n.clone(), *l))).collect();
-    leakcheck::runner::in_parallel(jobs, 2, |(store, name, leak)| {
+    leakcheck::workspace::in_parallel(jobs, 2, |(store, name, leak)| {
         let recorded = clean_run(store, 100).unwrap_or_else(|| panic!("{store} is a recorded clean run"));
         let sim = Simulation { cycles: max_cycles as usize, with_prefix: true, noise: Noise::None, leak };
         let mut rng = Rng(seed ^ (name.len() as u64) << 32);

@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use leak_tests::reference::{ReferenceConfig, ReferenceStore};
 use leakcheck::fault::FaultPlan;
-use leakcheck::probe::generations::{self, Generations};
+use leakcheck::workspace::generations::{self, Generations};
 use leakcheck::{Harness, HarnessConfig, Ledger};
 
 /// jemalloc's start-up options, read before `main`: no thread caches.

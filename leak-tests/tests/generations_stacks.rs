@@ -3,9 +3,8 @@
 //! Process-wide (the hooks and the watched sizes are the process's): one test here.
 #![allow(unsafe_code)]
 
-use leakcheck::probe::generations::{self, Generation, Generations, Survivor};
-use leakcheck::probe::stacks::own_function;
-use leakcheck::probe::symbols::{named_frames, resolve};
+use leakcheck::workspace::generations::{self, Generation, Generations, Survivor};
+use leakcheck::workspace::stacks::{named_frames, own_function, resolve};
 
 #[inline(never)]
 fn keeps_a_rust_block(n: usize) -> Vec<u8> {

@@ -54,7 +54,7 @@ pub struct JemallocStats {
 /// Reads jemalloc's counters after advancing the epoch. With `purge`, first flushes the calling
 /// thread's cache and purges all arenas, so that samples taken at different times are comparable
 /// (freed memory sitting in caches or dirty pages no longer depends on timing).
-pub fn read(purge: bool) -> Result<JemallocStats, ProbeError> {
+pub(crate) fn read(purge: bool) -> Result<JemallocStats, ProbeError> {
     if purge {
         purge_all()?;
     }

@@ -6,18 +6,17 @@
 //! tests that read them in a process of their own.
 
 mod coverage;
-pub mod generations;
+pub(crate) mod generations;
 #[cfg(feature = "profiling")]
 pub(crate) mod heap;
-pub mod jemalloc;
+pub(crate) mod jemalloc;
 #[cfg(feature = "profiling")]
-pub mod pprof;
-pub mod process;
+mod pprof;
+pub(crate) mod process;
 #[cfg(feature = "rocksdb")]
-pub mod rocksdb;
-#[doc(hidden)]
-pub mod stacks;
-pub mod symbols;
+mod rocksdb;
+pub(crate) mod stacks;
+pub(crate) mod symbols;
 
 use crate::Settle;
 use std::io;

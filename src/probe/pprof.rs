@@ -6,7 +6,7 @@
 
 /// A profile: sample types, samples, and the tables they refer to by id.
 #[derive(Clone, PartialEq, prost::Message)]
-pub struct Profile {
+pub(super) struct Profile {
     /// What each of a sample's values is.
     #[prost(message, repeated, tag = "1")]
     pub sample_type: Vec<ValueType>,
@@ -32,7 +32,7 @@ pub struct Profile {
 
 /// A value's type and unit, as indices into the string table.
 #[derive(Clone, Copy, PartialEq, prost::Message)]
-pub struct ValueType {
+pub(super) struct ValueType {
     /// `inuse_space`, ...
     #[prost(int64, tag = "1")]
     pub r#type: i64,
@@ -43,7 +43,7 @@ pub struct ValueType {
 
 /// One stack and its values (one per sample type).
 #[derive(Clone, PartialEq, prost::Message)]
-pub struct Sample {
+pub(super) struct Sample {
     /// The stack's locations, innermost first.
     #[prost(uint64, repeated, tag = "1")]
     pub location_id: Vec<u64>,
@@ -54,7 +54,7 @@ pub struct Sample {
 
 /// An address and the lines it stands for (inlined functions first, their caller last).
 #[derive(Clone, PartialEq, prost::Message)]
-pub struct Location {
+pub(super) struct Location {
     /// Its id (from 1).
     #[prost(uint64, tag = "1")]
     pub id: u64,
@@ -68,7 +68,7 @@ pub struct Location {
 
 /// A function and line at a location.
 #[derive(Clone, Copy, PartialEq, prost::Message)]
-pub struct Line {
+pub(super) struct Line {
     /// The function's id.
     #[prost(uint64, tag = "1")]
     pub function_id: u64,
@@ -79,7 +79,7 @@ pub struct Line {
 
 /// A function, its names and file as indices into the string table.
 #[derive(Clone, Copy, PartialEq, prost::Message)]
-pub struct Function {
+pub(super) struct Function {
     /// Its id (from 1).
     #[prost(uint64, tag = "1")]
     pub id: u64,

@@ -42,7 +42,7 @@ pub struct ProcessStats {
 
 /// Reads every field it can. `dir`, when given, is the directory whose files are counted
 /// separately (a store's data directory); it should be canonical (the probe's `watch_dir` canonicalizes it).
-pub fn read(dir: Option<&Path>) -> ProcessStats {
+pub(crate) fn read(dir: Option<&Path>) -> ProcessStats {
     let (rss_bytes, rss_anon_bytes, threads) = status().unwrap_or_default();
     let (open_fds, open_fds_under_dir) = match fds(dir) {
         Ok((all, under)) => (Some(all), under),

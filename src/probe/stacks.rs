@@ -50,7 +50,7 @@ const FORMATTING: [&str; 2] = [" as core::fmt::Display>::fmt", " as core::fmt::D
 /// symbolizer (which names the stacks of what cycles left behind). Such growth is the tool's bookkeeping,
 /// which the byte signals subtract; it stays in the profile files but is not reported as the
 /// store's.
-pub fn is_leakcheck_bookkeeping(frames: &[String]) -> bool {
+pub(crate) fn is_leakcheck_bookkeeping(frames: &[String]) -> bool {
     frames.iter().any(|f| function_path(f).starts_with(SYMBOLIZER))
         || frames
             .iter()
@@ -82,7 +82,7 @@ pub(crate) fn is_allocator(path: &str) -> bool {
 /// A frame's function and its source location: `name (file:line)` as the heap profile
 /// names frames. Only a trailing `(..:LINE)` is a location: C++ signatures have parentheses too
 /// (`Submit(std::function<void ()>, ..)`).
-pub fn split_location(frame: &str) -> (&str, Option<&str>) {
+pub(crate) fn split_location(frame: &str) -> (&str, Option<&str>) {
     let located = frame.strip_suffix(')').and_then(|f| f.rsplit_once(" (")).filter(|(_, place)| {
         place.rsplit_once(':').is_some_and(|(file, line)| {
             !file.is_empty() && !line.is_empty() && line.bytes().all(|b| b.is_ascii_digit())
@@ -117,7 +117,7 @@ const CACHE_FILL: [&str; 3] = ["MaybeReadBlockAndLoadToCache", "PutDataBlockToCa
 /// Whether a stack stores a block in a block cache (one of RocksDB's block-cache insertions among its frames). Such growth
 /// is a cache filling as long as the caches' usage within capacity grew as much over the same
 /// cycles; the runner explains it up to that much and no further.
-pub fn fills_a_block_cache(frames: &[String]) -> bool {
+pub(crate) fn fills_a_block_cache(frames: &[String]) -> bool {
     frames.iter().any(|f| CACHE_FILL.iter().any(|c| function_path(f).contains(c)))
 }
 
@@ -129,7 +129,7 @@ const SYSTEM_PLACES: [&str; 3] = ["./", "/build/", "/usr/"];
 /// The innermost frame of the user's own code: a frame with a source location outside the
 /// standard library, the registry's crates and the system's libraries, not leakcheck's (`None`
 /// without debug info).
-pub fn own_frame(frames: &[String]) -> Option<usize> {
+pub(crate) fn own_frame(frames: &[String]) -> Option<usize> {
     frames.iter().position(|f| {
         let place = split_location(f).1.unwrap_or("");
         !place.is_empty()

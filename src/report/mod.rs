@@ -17,7 +17,7 @@ mod read;
 mod tests;
 pub(crate) mod text;
 mod words;
-mod write;
+pub(crate) mod write;
 
 pub use compare::{compare, CompareLimits, Comparison};
 pub(crate) use csv::SamplesFile;
@@ -29,6 +29,6 @@ pub use model::{
     SCHEMA_VERSION,
 };
 pub use read::{read, read_samples_beside};
-pub use write::{prepare_dir, write_compare_html, write_dir};
+pub use write::write_compare_html;
 #[cfg_attr(not(feature = "cli"), allow(unused_imports))]
 pub(crate) use write::{write_atomic, write_views};

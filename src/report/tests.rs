@@ -93,7 +93,7 @@ fn the_page_escapes_what_it_shows_and_loads_nothing() {
     summary.integrity_problems.push("cycle 3: key <b>".to_string());
     let report = RunReport::new(settings, verdict, summary, crate::Ledger::new().report(), 150, 3.0, false);
     let dir = tempfile::tempdir().expect("tempdir");
-    write_dir(dir.path(), &report, &samples).expect("write");
+    write::write_dir(dir.path(), &report, &samples).expect("write");
     let page = fs::read_to_string(dir.path().join(HTML_FILE)).expect("page");
     assert!(!page.contains("<script>alert") && !page.contains("<b>"), "unescaped text in the page");
     assert!(page.contains("&lt;script&gt;alert(1)&lt;/script&gt; &amp; &quot;co&quot;"));

@@ -32,7 +32,6 @@ pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), ReportError>
 ///
 /// # Errors
 /// When the directory cannot be created or written.
-#[doc(hidden)]
 pub fn prepare_dir(dir: &Path) -> Result<(), ReportError> {
     let existed = dir.exists();
     fs::create_dir_all(dir).map_err(io_err(dir))?;
@@ -54,7 +53,6 @@ pub fn prepare_dir(dir: &Path) -> Result<(), ReportError> {
 ///
 /// # Errors
 /// The I/O error, naming the file.
-#[doc(hidden)]
 pub fn write_dir(dir: &Path, report: &RunReport, samples: &[CycleSample]) -> Result<(), ReportError> {
     write_atomic(&dir.join(SAMPLES_FILE), samples_csv(samples).as_bytes())?;
     write_views(dir, report, samples).map(drop)

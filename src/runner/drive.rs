@@ -58,7 +58,7 @@ pub(super) fn drive<L: Lifecycle>(
 ) -> Result<RunOutcome, RunError> {
     let faults = plan_for(opts, store)?;
     if let Some(dir) = &opts.report {
-        report::prepare_dir(dir)
+        report::write::prepare_dir(dir)
             .map_err(|source| RunError::Report { context: format!("--report {}", dir.display()), source })?;
     }
     let stop = if opts.interruptible { Some(crate::sys::stop_on_interrupt().map_err(RunError::Signal)?) } else { None };

@@ -20,8 +20,8 @@ mod check;
 mod compare;
 mod drive;
 mod heap;
-mod outcome;
-mod parallel;
+pub(crate) mod outcome;
+pub(crate) mod parallel;
 mod plan;
 mod progress;
 mod settings;
@@ -29,8 +29,7 @@ mod settings;
 pub use check::{check, Check};
 pub use compare::{compare, compare_to_page};
 pub use drive::run;
-pub use outcome::{exit_code, tool_name, RunError, RunOutcome};
-pub use parallel::in_parallel;
+pub use outcome::{exit_code, RunError, RunOutcome};
 pub use settings::{
     Mode, RunOptions, StoreEnv, DEFAULT_CHECK_CYCLES, DEFAULT_MAX_CYCLES_FACTOR, DEFAULT_REPORT_EVERY, DEFAULT_SEED,
     MIN_CYCLES,

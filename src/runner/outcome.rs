@@ -119,7 +119,6 @@ impl std::fmt::Display for RunOutcome {
 }
 
 /// The process's name as invoked (`leakcheck`, `kv-soak`, `rocksdb-sweep`), for its messages.
-#[doc(hidden)]
 pub fn tool_name() -> String {
     std::env::args_os()
         .next()

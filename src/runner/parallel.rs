@@ -3,7 +3,6 @@
 /// Runs `f` on every job, `workers` at a time, taking the jobs in order, and returns the results
 /// in the jobs' order. For runs that each start a process of their own (process-wide signals
 /// must not mix): the catalogs, the detection matrix and the binding sweep take two at a time.
-#[doc(hidden)]
 pub fn in_parallel<J: Send, R: Send>(jobs: Vec<J>, workers: usize, f: impl Fn(J) -> R + Sync) -> Vec<R> {
     let queue = std::sync::Mutex::new(jobs.into_iter().enumerate().rev().collect::<Vec<_>>());
     let results = std::sync::Mutex::new(Vec::new());

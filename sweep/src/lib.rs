@@ -384,7 +384,7 @@ pub fn run_all(exe: &std::path::Path, args: &[String], names: &[String]) -> Resu
             .collect::<Result<_, _>>()?
     };
     chosen.sort_by_key(|c| all_paths().chain(PLANTED).position(|p| p.name == c.name)); // the table's order
-    leakcheck::runner::in_parallel(chosen, 2, |p| run_child(exe, args, p)).into_iter().collect()
+    leakcheck::workspace::in_parallel(chosen, 2, |p| run_child(exe, args, p)).into_iter().collect()
 }
 
 fn run_child(exe: &std::path::Path, args: &[String], p: &SweepPath) -> Result<PathOutcome, SweepError> {
@@ -559,7 +559,7 @@ pub struct SweepArgs {
 /// sweep as a subcommand (`sweep`), so that each path's child gets the same command. Exit 0
 /// clean, 1 a leak that is not a known finding (or a failing path), 3 inconclusive, 2 error.
 pub fn cli(prefix: &[&str], args: &SweepArgs) -> u8 {
-    let name = leakcheck::runner::tool_name();
+    let name = leakcheck::workspace::tool_name();
     match run_cli(prefix, args) {
         Ok(code) => code,
         Err(e) => {

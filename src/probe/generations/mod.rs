@@ -31,7 +31,7 @@ use serde::{Deserialize, Serialize};
 pub type Generation = u32;
 
 /// What the hooks' mechanism is called in reports.
-pub const MECHANISM: &str = "jemalloc experimental.hooks.install";
+pub(crate) const MECHANISM: &str = "jemalloc experimental.hooks.install";
 
 /// Live bytes and allocations of one generation, or of several summed.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -71,8 +71,6 @@ pub struct Survivor {
 /// The stack of allocations whose stack was taken once the stacks' table was full
 /// ([`MAX_STACKS`] distinct stacks).
 pub const OVERFLOW_STACK: StackId = capture::OVERFLOW;
-/// Distinct allocating stacks a process keeps.
-pub const MAX_STACKS: u32 = capture::MAX_STACKS;
 
 /// Why generations are not available in this process.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -293,6 +291,6 @@ impl Generations {
 /// current generation: the runner's samples, the ledger's records, verdicts and reports. Frees
 /// are always charged to the generation that made the allocation. Costs two thread-local
 /// writes; works whether or not generations are installed.
-pub fn bookkeeping<T>(f: impl FnOnce() -> T) -> T {
+pub(crate) fn bookkeeping<T>(f: impl FnOnce() -> T) -> T {
     hook::bookkeeping(f)
 }

@@ -375,7 +375,7 @@ pub fn fuzz(exe: &Exe, cfg: &FuzzConfig, mut progress: impl FnMut(&str)) -> Resu
     while next < limit && started.elapsed() < cfg.duration {
         let batch: Vec<Program> = (next..(next + 2).min(limit)).map(draw).collect();
         next += batch.len() as u64;
-        let runs = leakcheck::runner::in_parallel(batch.clone(), 2, |p| exe.run(&p));
+        let runs = leakcheck::workspace::in_parallel(batch.clone(), 2, |p| exe.run(&p));
         for (program, run) in batch.into_iter().zip(runs) {
             let index = report.programs.len();
             match run {
@@ -571,7 +571,7 @@ pub fn shrink(exe: &Exe, program: Program, run: Option<ProgramRun>, keep: Keep, 
                 return false;
             }
             best.checks += pair.len() as u32;
-            let runs = leakcheck::runner::in_parallel(pair.to_vec(), 2, |p| exe.run(&p));
+            let runs = leakcheck::workspace::in_parallel(pair.to_vec(), 2, |p| exe.run(&p));
             if let Some((p, r)) = pair.iter().zip(runs).find(|(_, r)| keep.holds(r)) {
                 best.program = p.clone();
                 keep_run(best, r);

@@ -341,12 +341,12 @@ pub fn validate(program: &Program) -> Result<(), ProgramError> {
 /// The generator programs are drawn with: one splitmix64 stream per program, from the seed and
 /// the program's number, so that the same seed draws the same programs.
 #[derive(Debug, Clone)]
-pub struct Rng(leakcheck::fault::SplitMix64);
+pub struct Rng(leakcheck::workspace::SplitMix64);
 
 impl Rng {
     /// A generator for `seed` and `stream` (one stream per program).
     pub fn new(seed: u64, stream: u64) -> Rng {
-        let mut r = leakcheck::fault::SplitMix64::new(seed ^ stream.wrapping_mul(0xA076_1D64_78BD_642F));
+        let mut r = leakcheck::workspace::SplitMix64::new(seed ^ stream.wrapping_mul(0xA076_1D64_78BD_642F));
         r.next_u64();
         Rng(r)
     }

@@ -1,0 +1,22 @@
+//! Workspace-only: what the catalogs (`leak-tests`), the binding sweep (`sweep/`), the command
+//! line (`cli/`) and the workspace's own tests and benches reach inside the library. Not part of
+//! leakcheck's API: hidden from its documentation, and changed whenever the library changes.
+
+/// The allocation generations: jemalloc's hooks and the record of live allocations.
+pub mod generations {
+    pub use crate::probe::generations::{
+        install, Generation, Generations, GenerationsError, Live, StackId, Survivor, OVERFLOW_STACK,
+    };
+}
+
+/// Call stacks: frames resolved and named, a stack's headline, the user's own function in it.
+pub mod stacks {
+    pub use crate::probe::stacks::{headline, own_function};
+    pub use crate::probe::symbols::{named_frames, resolve, Frame};
+}
+
+pub use crate::fault::rng::SplitMix64;
+pub use crate::probe::jemalloc::{allocated_bytes, purge_all};
+pub use crate::report::write::{prepare_dir, write_dir};
+pub use crate::runner::outcome::tool_name;
+pub use crate::runner::parallel::in_parallel;
