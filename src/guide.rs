@@ -10,9 +10,10 @@
 //!
 //! ```toml
 //! [dependencies]
-//! # default features for tests; `cli` for a soak binary, `criterion` for leakcheck::bench,
-//! # `profiling` for heap profiles
-//! leakcheck = { path = "../leakcheck", features = ["cli", "criterion"] }
+//! # default features for tests; `criterion` for leakcheck::bench, `profiling` for heap profiles
+//! leakcheck = { path = "../leakcheck", features = ["criterion"] }
+//! # a soak binary with leakcheck's command line (section 4)
+//! leakcheck-cli = { path = "../leakcheck/cli", default-features = false }
 //! rocksdb = { version = "0.25", default-features = false, features = ["jemalloc", "bindgen-runtime"] }
 //! tikv-jemallocator = "0.7"
 //! ```

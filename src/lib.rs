@@ -74,6 +74,11 @@ pub mod verdict;
 #[doc(hidden)]
 pub mod workspace;
 
+/// The README's examples, compiled by `cargo test --doc` so that the README stays true.
+#[cfg(all(doctest, feature = "rocksdb"))]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeExamples;
+
 pub use harness::{CycleCtx, Harness, HarnessConfig, HarnessReport, Integrity, Lifecycle, StoreInfo};
 pub use ledger::{
     current_owner, owner_scope, CloseResult, Depth, HandleKind, Hold, KindName, LeakError, LeakGuard, LeakReport,
