@@ -21,7 +21,7 @@ use crate::Ledger;
 
 /// Formats byte counts as B, KiB, MiB or GiB.
 #[derive(Debug, Default, Clone, Copy)]
-pub struct BytesFormatter;
+pub(crate) struct BytesFormatter;
 
 impl ValueFormatter for BytesFormatter {
     fn scale_values(&self, typical_value: f64, values: &mut [f64]) -> &'static str {
@@ -41,7 +41,7 @@ impl ValueFormatter for BytesFormatter {
 
 /// Formats handle counts.
 #[derive(Debug, Default, Clone, Copy)]
-pub struct HandlesFormatter;
+pub(crate) struct HandlesFormatter;
 
 impl ValueFormatter for HandlesFormatter {
     fn scale_values(&self, _typical_value: f64, _values: &mut [f64]) -> &'static str {
@@ -109,7 +109,7 @@ impl Default for RetainedBytes {
 
 impl RetainedBytes {
     /// Allocated bytes, process-wide, once settled (at most 50 tries, 1 ms apart).
-    pub fn settled_allocated(&self) -> i64 {
+    pub(crate) fn settled_allocated(&self) -> i64 {
         let read = || {
             let _ = jemalloc::purge_all();
             jemalloc::allocated_bytes().unwrap_or(0) as i64

@@ -446,7 +446,7 @@ impl Faults {
     /// Tells the plan which cycle the code under test is in; the harness calls it before each
     /// cycle. Draws made inside owner scopes depend on it, so that a scope that comes back every
     /// cycle does not fail the same way every time.
-    pub fn set_cycle(&self, cycle: u64) {
+    pub(crate) fn set_cycle(&self, cycle: u64) {
         if let Some(inner) = &self.inner {
             if inner.cycle.swap(cycle, Ordering::Relaxed) != cycle {
                 for state in inner.points.values() {
@@ -457,7 +457,7 @@ impl Faults {
     }
 
     /// Points that fired since the last call, with how many times each.
-    pub fn take_fired(&self) -> BTreeMap<String, u64> {
+    pub(crate) fn take_fired(&self) -> BTreeMap<String, u64> {
         let Some(inner) = &self.inner else { return BTreeMap::new() };
         inner
             .points

@@ -122,7 +122,7 @@ pub enum Role {
 
 /// Whether a signal is one series or a family of them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Shape {
+pub(crate) enum Shape {
     /// One series, named as the signal.
     Single,
     /// One series per qualifier, named `<name>.<qualifier>`.
@@ -250,11 +250,6 @@ impl Signal {
     pub const fn is_bytes(self) -> bool {
         matches!(self.spec().class, Class::Bytes)
     }
-
-    /// The signal a report's name belongs to (`live_handles.Options` is [`Signal::LiveHandlesOf`]).
-    pub fn of_name(name: &str) -> Option<Signal> {
-        name.parse::<SignalId>().ok().map(|id| id.signal())
-    }
 }
 
 impl fmt::Display for Signal {
@@ -351,17 +346,21 @@ impl<'de> Deserialize<'de> for SignalId {
 mod tests {
     use super::{Class, Signal, SignalId};
 
+    fn of_name(name: &str) -> Option<Signal> {
+        name.parse::<SignalId>().ok().map(|id| id.signal())
+    }
+
     #[test]
     fn names_map_back_to_their_signal() {
         for s in Signal::ALL {
             let name = SignalId::member(s, "Options").to_string();
-            assert_eq!(Signal::of_name(&name), Some(s), "{name}");
+            assert_eq!(of_name(&name), Some(s), "{name}");
         }
-        assert_eq!(Signal::of_name("live_handles"), Some(Signal::LiveHandles));
-        assert_eq!(Signal::of_name("live_handles."), None);
-        assert_eq!(Signal::of_name("live_handlesX"), None);
-        assert_eq!(Signal::of_name("bytes_per_firing.close.flush"), Some(Signal::BytesPerFiring));
-        assert_eq!(Signal::of_name("rss"), None);
+        assert_eq!(of_name("live_handles"), Some(Signal::LiveHandles));
+        assert_eq!(of_name("live_handles."), None);
+        assert_eq!(of_name("live_handlesX"), None);
+        assert_eq!(of_name("bytes_per_firing.close.flush"), Some(Signal::BytesPerFiring));
+        assert_eq!(of_name("rss"), None);
         assert_eq!(Signal::UnsharedCachesOpen.class(), Class::Handles);
         let names: std::collections::BTreeSet<String> =
             Signal::ALL.iter().map(|s| SignalId::member(*s, "x").to_string()).collect();

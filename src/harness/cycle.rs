@@ -73,7 +73,7 @@ pub struct CycleRecord {
 
 impl CycleRecord {
     /// What the verdict's exact signals and per-firing attribution read of the record.
-    pub fn facts(&self) -> CycleFacts<'_> {
+    pub(crate) fn facts(&self) -> CycleFacts<'_> {
         CycleFacts {
             cycle: self.cycle,
             retained_handles: &self.retained_handles,

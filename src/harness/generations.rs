@@ -57,7 +57,7 @@ pub struct GenerationsReport {
 }
 
 /// The most generations report.json lists (a soak's samples are bounded the same way).
-pub const MAX_GENERATIONS_LISTED: usize = super::MAX_SOAK_SAMPLES;
+pub(crate) const MAX_GENERATIONS_LISTED: usize = super::MAX_SOAK_SAMPLES;
 
 /// The youngest cycles `retained_bytes` leaves out: what the last cycle allocated may still be in
 /// use by the store (state it carries to the next cycle).

@@ -16,7 +16,8 @@ pub use config::{
     native_allocations_visible, simulated_invisible_allocations, HarnessConfig, HarnessError, DEFAULT_HANDLE_QUIET,
 };
 pub use cycle::{CycleRecord, Phase};
-pub use generations::{GenerationsReport, MAX_GENERATIONS_LISTED};
+pub use generations::GenerationsReport;
 pub use lifecycle::{CycleCtx, Integrity, Lifecycle, StoreInfo};
 pub use matrix::{MatrixEntry, MatrixReport, MIN_MATRIX_REPEATS};
-pub use run::{Harness, HarnessReport, Progress, Stopped, MAX_SOAK_SAMPLES};
+use run::MAX_SOAK_SAMPLES;
+pub use run::{Harness, HarnessReport, Progress, Stopped};

@@ -100,7 +100,7 @@ pub struct Progress<'a> {
 
 /// The most samples a soak keeps in memory (for its plots): every sample is in samples.csv and
 /// in the analysis; the kept ones are thinned evenly as the run grows.
-pub const MAX_SOAK_SAMPLES: usize = 4096;
+pub(crate) const MAX_SOAK_SAMPLES: usize = 4096;
 
 /// Samples kept, at most `max`: when full, every other one is dropped and only every `stride`-th
 /// sample after it is kept, so the kept ones stay evenly spread over the run.

@@ -104,12 +104,7 @@ impl<E: fmt::Display> Drop for CloseResult<E> {
 
 impl Ledger {
     /// How many swallowed close errors were recorded so far (cheap: no report is built).
-    pub fn swallowed_count(&self) -> usize {
+    pub(crate) fn swallowed_count(&self) -> usize {
         lock(&self.inner.swallowed).len()
-    }
-
-    /// Forgets the swallowed close errors recorded so far and returns them.
-    pub fn take_swallowed(&self) -> Vec<SwallowedCloseError> {
-        std::mem::take(&mut *lock(&self.inner.swallowed))
     }
 }

@@ -69,7 +69,7 @@ pub enum HandleKind {
 
 impl HandleKind {
     /// Every built-in kind, in a stable order.
-    pub const BUILTIN: [HandleKind; 26] = [
+    pub(crate) const BUILTIN: [HandleKind; 26] = [
         HandleKind::Db,
         HandleKind::ColumnFamily,
         HandleKind::BoundColumnFamily,
@@ -132,7 +132,7 @@ impl HandleKind {
     }
 
     /// The built-in kind of this name, as [`HandleKind::name`] spells it.
-    pub fn builtin_named(name: &str) -> Option<HandleKind> {
+    pub(crate) fn builtin_named(name: &str) -> Option<HandleKind> {
         HandleKind::BUILTIN.into_iter().find(|k| k.name() == name)
     }
 

@@ -278,7 +278,7 @@ impl Ledger {
 
     /// Registers a new live handle of `kind` created at `site`. Wrappers call this from their own
     /// `#[track_caller]` constructors so that the site is the user's line, not the wrapper's.
-    pub fn register_at(&self, kind: HandleKind, site: &'static Location<'static>) -> Token {
+    pub(crate) fn register_at(&self, kind: HandleKind, site: &'static Location<'static>) -> Token {
         // The ledger's records are leakcheck's own bookkeeping, not the store's allocations.
         crate::probe::generations::bookkeeping(|| {
             let counters = self.counters(kind);
@@ -557,7 +557,7 @@ impl Hold {
 
     /// A hold on the same native object by another holder: for an object that copies what it
     /// holds into a new one (options copied into a DB keep the same block cache alive).
-    pub fn rehold(&self, holder: &Token) -> Hold {
+    pub(crate) fn rehold(&self, holder: &Token) -> Hold {
         link(&self.held, holder)
     }
 }

@@ -188,7 +188,7 @@ impl Sample {
 
     /// Whether part of the bytes is explained (RocksDB's accounting, the bookkeeping or the
     /// thread caches were read).
-    pub fn has_explanation(&self) -> bool {
+    pub(crate) fn has_explanation(&self) -> bool {
         self.rocksdb.is_some() || self.bookkeeping_bytes.is_some() || self.jemalloc.is_some()
     }
 }
@@ -241,12 +241,12 @@ pub const CACHE_ROUNDING: f64 = 0.25;
 /// metadata in the current version, its table-cache entry and file reader. Measured 3.5 KB a file
 /// on the clean catalog's growing-db (16-byte keys, files of 110 KB), bounded at 8 KiB: a store
 /// whose data grows adds files, and memory with them, without leaking.
-pub const LIVE_FILE_BYTES: f64 = 8192.0;
+pub(crate) const LIVE_FILE_BYTES: f64 = 8192.0;
 
 /// What table readers (index and filter blocks kept outside the block cache) may take per byte
 /// of live SST data: measured 2.8% on growing-db without filters; a bloom filter of 10 bits per
 /// key adds 1.25 bytes per entry (4% of 30-byte entries). Bounded at an eighth.
-pub const TABLE_READER_SHARE: f64 = 0.125;
+pub(crate) const TABLE_READER_SHARE: f64 = 0.125;
 
 impl RocksDbMemory {
     /// Bytes RocksDB accounts for: memtables, table readers and caches (less the caches'
@@ -266,7 +266,7 @@ impl RocksDbMemory {
     /// a cache fills, memory grows by between 1 and 1.25 times its usage, and the unexplained
     /// bytes are judged against the most it can be (so up to a quarter of a filling cache's growth
     /// could hide a leak; none once it is full).
-    pub fn cache_rounding_bytes(&self) -> u64 {
+    pub(crate) fn cache_rounding_bytes(&self) -> u64 {
         (self.cache_bytes() as f64 * CACHE_ROUNDING) as u64
     }
 

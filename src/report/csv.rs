@@ -64,7 +64,7 @@ pub const SAMPLES_COLUMNS: [&str; COLUMNS.len()] = {
 };
 
 /// The CSV of samples: one row per sampled cycle.
-pub fn samples_csv(samples: &[CycleSample]) -> String {
+pub(crate) fn samples_csv(samples: &[CycleSample]) -> String {
     let mut out = SAMPLES_COLUMNS.join(",");
     out.push('\n');
     for c in samples {

@@ -21,14 +21,14 @@ pub(crate) mod write;
 
 pub use compare::{compare, CompareLimits, Comparison};
 pub(crate) use csv::SamplesFile;
-pub use csv::{parse_samples_csv, samples_csv, SAMPLES_COLUMNS};
+pub use csv::{parse_samples_csv, SAMPLES_COLUMNS};
 pub use error::ReportError;
 pub use html::HTML_FILE;
+pub(crate) use model::FLAME_FILE;
 pub use model::{
-    CycleSummary, HeapFunction, HeapStack, RunReport, RunSettings, FLAME_FILE, REPORT_FILE, SAMPLES_FILE,
-    SCHEMA_VERSION,
+    CycleSummary, HeapFunction, HeapStack, RunReport, RunSettings, REPORT_FILE, SAMPLES_FILE, SCHEMA_VERSION,
 };
-pub use read::{read, read_samples_beside};
-pub use write::write_compare_html;
+pub use read::read;
+pub(crate) use write::write_compare_html;
 #[cfg_attr(not(feature = "cli"), allow(unused_imports))]
 pub(crate) use write::{write_atomic, write_views};

@@ -16,7 +16,7 @@ pub const REPORT_FILE: &str = "report.json";
 /// The samples file's name in a report directory.
 pub const SAMPLES_FILE: &str = "samples.csv";
 /// The heap growth's flame graph in a report directory (`--profile`).
-pub const FLAME_FILE: &str = "heap-growth.svg";
+pub(crate) const FLAME_FILE: &str = "heap-growth.svg";
 
 /// What the run was asked to do.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -59,7 +59,7 @@ pub struct RunSettings {
 
 impl RunSettings {
     /// The store's name and settings as one value (`reference store (tasks 2, segments 3)`).
-    pub fn store_info(&self) -> crate::harness::StoreInfo {
+    pub(crate) fn store_info(&self) -> crate::harness::StoreInfo {
         let mut info = crate::harness::StoreInfo::new(if self.store.is_empty() { "store" } else { &self.store });
         info.settings = self.store_settings.clone();
         info
@@ -301,7 +301,7 @@ impl RunReport {
     }
 
     /// The bytes signal that the run's leak rate comes from.
-    pub fn bytes_signal(&self) -> Option<&SignalVerdict> {
+    pub(crate) fn bytes_signal(&self) -> Option<&SignalVerdict> {
         let v = &self.verdict;
         v.leak_rate.as_ref().and_then(|r| v.signals.iter().find(|s| s.signal == r.signal))
     }

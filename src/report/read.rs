@@ -37,7 +37,7 @@ pub fn read(path: &Path) -> Result<RunReport, ReportError> {
 ///
 /// # Errors
 /// A CSV that cannot be read or does not parse, naming the file.
-pub fn read_samples_beside(report: &Path) -> Result<Option<Vec<CycleSample>>, ReportError> {
+pub(crate) fn read_samples_beside(report: &Path) -> Result<Option<Vec<CycleSample>>, ReportError> {
     let path = report.with_file_name(SAMPLES_FILE);
     match fs::read_to_string(&path) {
         Ok(text) => {

@@ -1,6 +1,7 @@
 use std::collections::BTreeMap;
 use std::fs;
 
+use super::csv::samples_csv;
 use super::*;
 use crate::probe::{JemallocStats, ProcessStats, RocksDbMemory, Sample};
 use crate::verdict::CycleSample;

@@ -93,7 +93,7 @@ pub(crate) fn write_views(dir: &Path, report: &RunReport, samples: &[CycleSample
 ///
 /// # Errors
 /// A samples CSV that does not read, or the page that cannot be written.
-pub fn write_compare_html(
+pub(crate) fn write_compare_html(
     out: &Path,
     (old_path, old): (&Path, &RunReport),
     (new_path, new): (&Path, &RunReport),

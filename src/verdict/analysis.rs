@@ -39,7 +39,7 @@ impl Look {
 /// What the harness saw of one cycle, for the exact signals and the per-firing attribution.
 #[derive(Debug, Clone, Copy)]
 #[non_exhaustive]
-pub struct CycleFacts<'a> {
+pub(crate) struct CycleFacts<'a> {
     /// 0-based cycle number.
     pub cycle: u64,
     /// Undeclared live handles per kind after the cycle.
@@ -209,7 +209,7 @@ impl Analysis {
     /// Adds one cycle's record (every cycle, sampled or not, before its sample): the exact
     /// signals of handles, caches, close errors and integrity come from the records once any is
     /// given, and the fault points' firings feed the per-firing attribution.
-    pub fn record(&mut self, r: &CycleFacts<'_>) {
+    pub(crate) fn record(&mut self, r: &CycleFacts<'_>) {
         self.firings.fired(r.cycle, r.faults_fired);
         let rec = self.records.get_or_insert_with(Records::default);
         let seen = rec.cycles;
@@ -468,7 +468,7 @@ impl Analysis {
     /// The first judged exact signal with a residue. An exact residue is a leak from the cycle it
     /// appeared on, whatever later cycles do: once there is one, the run's verdict cannot change.
     /// Cheap (one verdict per series, no samples read): asked after every cycle.
-    pub fn exact_leak(&self) -> Option<SignalVerdict> {
+    pub(crate) fn exact_leak(&self) -> Option<SignalVerdict> {
         self.exact().into_iter().find(|v| v.verdict == Verdict::Leak && !v.informational)
     }
 

@@ -160,7 +160,7 @@ pub struct GrowthRule {
 
 impl GrowthRule {
     /// The budget over `span` cycles, and where it came from.
-    pub fn budget_over(&self, span: f64) -> (f64, BudgetFrom) {
+    pub(crate) fn budget_over(&self, span: f64) -> (f64, BudgetFrom) {
         let by_tolerance = self.tolerance_per_cycle * span;
         match self.budget {
             Some(total) if total < by_tolerance => (total, BudgetFrom::Total),

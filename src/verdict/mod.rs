@@ -27,7 +27,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-pub use analysis::{Analysis, CycleFacts, Look};
+pub(crate) use analysis::CycleFacts;
+pub use analysis::{Analysis, Look};
 pub(crate) use attribution::{mean_shift, shift_verdict};
 pub use growth::{BudgetFrom, Growth, GrowthRule};
 pub use model::{Estimate, Residue, Retention, Rule, RuleKind, SignalVerdict};
@@ -50,7 +51,7 @@ pub enum Verdict {
 
 impl Verdict {
     /// The worst of two verdicts: leak over inconclusive over clean.
-    pub fn worst(self, other: Verdict) -> Verdict {
+    pub(crate) fn worst(self, other: Verdict) -> Verdict {
         self.max(other)
     }
 
@@ -93,7 +94,7 @@ impl Evidence {
     /// keep growing for a while after the warm-up (RocksDB's thread stacks and TLS are touched
     /// as its pools first do work: 13 KB a cycle over the first 50 cycles of a 1 x 2 store), so
     /// they decide only over 100 cycles after it.
-    pub const PAGE_GRANULAR: Evidence = Evidence { min_points: 10, min_cycles: 100 };
+    pub(crate) const PAGE_GRANULAR: Evidence = Evidence { min_points: 10, min_cycles: 100 };
 
     fn at_least(self, other: Evidence) -> Evidence {
         Evidence {
@@ -304,14 +305,8 @@ impl AnalysisConfig {
         self
     }
 
-    /// Which look an analysis of the cycles up to `last_cycle` (0-based) is ([`Looks::index`],
-    /// as the last look).
-    pub fn look_at(&self, last_cycle: u64) -> u64 {
-        self.looks.index(last_cycle + 1, true)
-    }
-
     /// The one-sided error rate one signal gets at look `look`.
-    pub fn signal_alpha(&self, look: u64) -> f64 {
+    pub(crate) fn signal_alpha(&self, look: u64) -> f64 {
         let share = 6.0 / (std::f64::consts::PI.powi(2) * (look.max(1) as f64).powi(2));
         self.false_positive_rate * share / f64::from(JUDGED_STATISTICAL_SIGNALS)
     }
@@ -547,7 +542,7 @@ impl RunVerdict {
     /// Marks the byte signals unavailable for `reason` (native allocations do not show in
     /// jemalloc's counters): a byte signal that looked clean becomes inconclusive, and so does the
     /// run. A leak stays a leak (what is visible did grow).
-    pub fn mark_bytes_unavailable(&mut self, reason: String) {
+    pub(crate) fn mark_bytes_unavailable(&mut self, reason: String) {
         for s in self.signals.iter_mut().filter(|s| s.class() == Class::Bytes && s.verdict == Verdict::Clean) {
             s.verdict = Verdict::Inconclusive;
             s.growth_below_budget = false;

@@ -184,7 +184,7 @@ impl SignalVerdict {
     }
 
     /// Whether growth is evidenced: the later part's lower bound is above zero.
-    pub fn growth_evidenced(&self) -> bool {
+    pub(crate) fn growth_evidenced(&self) -> bool {
         self.growth.is_some_and(|g| g.lower > 0.0)
     }
 

@@ -152,7 +152,7 @@ impl Generations {
     }
 
     /// What generations `from..=to` still hold, summed.
-    pub fn live_range(&self, from: Generation, to: Generation) -> Live {
+    pub(crate) fn live_range(&self, from: Generation, to: Generation) -> Live {
         let mut sum = Live::default();
         for g in from..=to {
             sum += self.live(g);
@@ -237,7 +237,7 @@ impl Generations {
     }
 
     /// Forgets which stacks drained (at the start of a run).
-    pub fn clear_drained(&self) {
+    pub(crate) fn clear_drained(&self) {
         capture::clear_drained();
     }
 
@@ -251,13 +251,13 @@ impl Generations {
     /// focused on costs about `budget` stacks until the next call (every allocation of a rare
     /// size, one in `allocations / budget` of a common one), a boosted one about `boost_budget`.
     /// The runner calls it once a cycle.
-    pub fn adapt(&self, budget: u32, boost_budget: u32) {
+    pub(crate) fn adapt(&self, budget: u32, boost_budget: u32) {
         capture::adapt(budget, boost_budget, hook::current());
     }
 
     /// The generation since which `size`'s class is watched (its allocations from then on have
     /// their stacks taken, or sampled), if it is.
-    pub fn watched_since(&self, size: u64) -> Option<Generation> {
+    pub(crate) fn watched_since(&self, size: u64) -> Option<Generation> {
         capture::watched_since(size)
     }
 
@@ -265,7 +265,7 @@ impl Generations {
     /// `generations` generations (renewed, not added, by a later call): a sampled class that left
     /// something behind without a stack. At most 4 classes are boosted at once; false when that
     /// many are already.
-    pub fn boost(&self, size: u64, generations: u32) -> bool {
+    pub(crate) fn boost(&self, size: u64, generations: u32) -> bool {
         let now = hook::current();
         capture::boost(size, now, now.saturating_add(generations))
     }
