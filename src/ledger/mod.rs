@@ -557,6 +557,7 @@ impl Hold {
 
     /// A hold on the same native object by another holder: for an object that copies what it
     /// holds into a new one (options copied into a DB keep the same block cache alive).
+    #[cfg_attr(not(feature = "rocksdb"), allow(dead_code))]
     pub(crate) fn rehold(&self, holder: &Token) -> Hold {
         link(&self.held, holder)
     }

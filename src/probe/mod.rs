@@ -15,6 +15,7 @@ mod pprof;
 pub(crate) mod process;
 #[cfg(feature = "rocksdb")]
 mod rocksdb;
+#[cfg_attr(not(feature = "profiling"), allow(dead_code))]
 pub(crate) mod stacks;
 pub(crate) mod symbols;
 
