@@ -19,7 +19,7 @@
 //!
 //! Probabilities are reproducible from the seed even when several threads check the same point.
 //! A check made inside an owner scope ([`crate::owner_scope`]) draws from the seed, the point,
-//! the cycle ([`Faults::set_cycle`]), the scope's path and how many times that point was checked
+//! the cycle (`Faults::set_cycle`), the scope's path and how many times that point was checked
 //! under that path before in the cycle (so a retry that re-enters its scope draws anew): where it
 //! happens, not when, so the order in which threads reach their checks changes nothing.
 //! Outside any scope, draws follow call order (deterministic in a single thread). `nth` and

@@ -57,10 +57,10 @@ pub struct HarnessConfig {
     pub matrix_repeats: u32,
     /// Run before the first cycle: proves that native (C and C++) allocations show in jemalloc's
     /// counters. When it fails, the byte signals are unavailable and the run cannot be clean
-    /// ([`RunVerdict::mark_bytes_unavailable`](crate::verdict::RunVerdict::mark_bytes_unavailable)). Default: [`native_allocations_visible`].
+    /// (`RunVerdict::mark_bytes_unavailable`). Default: [`native_allocations_visible`].
     pub allocator_check: fn() -> Result<(), ProbeError>,
     /// Record every allocation with the cycle that made it (jemalloc's allocation hooks, see
-    /// [`crate::probe::generations`]), so that report.json's `generations` says what each cycle
+    /// `generations`), so that report.json's `generations` says what each cycle
     /// still holds. Default `true`; where the allocator cannot be hooked the run says why.
     pub generations: bool,
 }

@@ -25,7 +25,7 @@ pub struct GenerationsReport {
     pub exact: bool,
     /// Per generation, `[cycle, live_bytes, live_allocations]` at the end of the run: cycle -1 is
     /// the run's set-up before its first cycle. A long run keeps at most
-    /// [`MAX_GENERATIONS_LISTED`] of them, evenly spread, the first and last included.
+    /// `MAX_GENERATIONS_LISTED` of them, evenly spread, the first and last included.
     pub generations: Vec<[i64; 3]>,
     /// What leakcheck's own bookkeeping held at the end (samples, the ledger's records, verdicts),
     /// never charged to a generation.

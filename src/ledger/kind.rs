@@ -196,7 +196,7 @@ impl Serialize for HandleKind {
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(from = "String", into = "String")]
 pub enum KindName {
-    /// One of [`HandleKind::BUILTIN`].
+    /// One of `HandleKind::BUILTIN`.
     Builtin(HandleKind),
     /// A kind the built-ins do not cover, by its name.
     Other(String),

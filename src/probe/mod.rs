@@ -252,7 +252,7 @@ pub(crate) const TABLE_READER_SHARE: f64 = 0.125;
 impl RocksDbMemory {
     /// Bytes RocksDB accounts for: memtables, table readers and caches (less the caches'
     /// reservations and what they hold above capacity), plus the most the cached entries can take
-    /// beyond their charges ([`RocksDbMemory::cache_rounding_bytes`]).
+    /// beyond their charges (`RocksDbMemory::cache_rounding_bytes`).
     pub fn explained_bytes(&self) -> u64 {
         self.unbounded_bytes() + self.cache_bytes() + self.cache_rounding_bytes()
     }

@@ -141,13 +141,13 @@ pub(crate) fn own_frame(frames: &[String]) -> Option<usize> {
     })
 }
 
-/// The function of [`own_frame`], without its `file:line`: what stacks are summed by.
+/// The function of `own_frame`, without its `file:line`: what stacks are summed by.
 pub fn own_function(frames: &[String]) -> Option<&str> {
     own_frame(frames).map(|i| split_location(&frames[i]).0)
 }
 
 /// A stack in one line for a table: its innermost frame and the first frame of the user's own code
-/// ([`own_frame`]), each function cut to `width` characters; the first three frames when no frame
+/// (`own_frame`), each function cut to `width` characters; the first three frames when no frame
 /// is the user's (no debug info).
 pub fn headline(frames: &[String], width: usize) -> String {
     let cut = |f: &String| -> String {

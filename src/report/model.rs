@@ -130,7 +130,7 @@ pub struct HeapStack {
     #[serde(default)]
     pub lower_bytes_per_cycle: f64,
     /// The part of `bytes_per_cycle` that a block cache filling accounts for: a stack that stores
-    /// blocks in a cache ([`crate::probe::stacks::fills_a_block_cache`]) is explained up to the
+    /// blocks in a cache (`fills_a_block_cache`) is explained up to the
     /// growth of the caches' usage within capacity (with the allocator's rounding, as the verdict
     /// counts it) over the same cycles, shared out largest stack first. 0 for any other stack.
     #[serde(default)]

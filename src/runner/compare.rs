@@ -16,7 +16,7 @@ pub fn compare(old: &Path, new: &Path, limits: CompareLimits) -> Result<Comparis
 }
 
 /// [`compare`], and with `html` the comparison's page written there
-/// ([`report::write_compare_html`]: both runs' series on one plot, the table of what regressed).
+/// (`report::write_compare_html`: both runs' series on one plot, the table of what regressed).
 ///
 /// # Errors
 /// As [`compare`]; and a samples CSV beside a report that does not read, or a page that cannot be

@@ -95,7 +95,7 @@ fn value(signal: Signal, s: &Sample) -> Option<f64> {
 }
 
 /// A run's verdict, folded as its samples ([`Analysis::sample`]) and cycle records
-/// ([`Analysis::record`]) come, in bounded memory: each statistical signal keeps at most a few
+/// (`Analysis::record`) come, in bounded memory: each statistical signal keeps at most a few
 /// hundred block floors, the attribution a few hundred blocks of intervals, so a look
 /// ([`Analysis::look`]) costs the same after a thousand cycles or a million.
 ///

@@ -387,7 +387,7 @@ pub struct BaselineReturn {
     /// The allowed excess.
     pub tolerance_bytes: u64,
     /// Allowed on top of it: the live SST files a DB still open gained since the baseline, at
-    /// [`crate::probe::LIVE_FILE_BYTES`] each (the store's data, not a leak of its lifecycle).
+    /// `LIVE_FILE_BYTES` each (the store's data, not a leak of its lifecycle).
     #[serde(default)]
     pub data_allowance_bytes: u64,
     /// Final minus baseline fds under the store directory (must be 0).

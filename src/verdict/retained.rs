@@ -86,7 +86,7 @@ pub struct Retained {
     /// The last cycle holding anything.
     pub last_cycle: Option<u64>,
     /// Where what is held was allocated: recurring sites first, then stopped ones, then by bytes
-    /// (at most [`MAX_SITES`]).
+    /// (at most `MAX_SITES`).
     #[serde(default)]
     pub sites: Vec<RetainedSite>,
     /// Sites that hold what two or more judged cycles allocated (all of them, listed or not).
@@ -108,7 +108,7 @@ impl RetainedSite {
 
     /// Whether it held what two or more judged cycles allocated, all early in the run and none
     /// from the many since, or all in cycles that raised a handle high-water mark
-    /// ([`at_handle_peaks`](Self::at_handle_peaks)), for a chance below [`STOPPED_ALPHA`]: a
+    /// ([`at_handle_peaks`](Self::at_handle_peaks)), for a chance below `STOPPED_ALPHA`: a
     /// high-water mark, listed, not judged.
     pub fn stopped(&self) -> bool {
         self.growths < 2 && self.steady_chance.is_some_and(|p| p < STOPPED_ALPHA)

@@ -69,7 +69,7 @@ pub struct Survivor {
 }
 
 /// The stack of allocations whose stack was taken once the stacks' table was full
-/// ([`MAX_STACKS`] distinct stacks).
+/// (`MAX_STACKS` distinct stacks).
 pub const OVERFLOW_STACK: StackId = capture::OVERFLOW;
 
 /// Why generations are not available in this process.

@@ -111,7 +111,7 @@ pub struct Growth {
     pub lower: f64,
     /// Its upper confidence bound.
     pub upper: f64,
-    /// The one-sided rate `upper` holds at: the rule's `alpha`, or [`LAST_LOOK_MISS_RATE`] at a
+    /// The one-sided rate `upper` holds at: the rule's `alpha`, or `LAST_LOOK_MISS_RATE` at a
     /// run's last look. Absent in reports written before it was recorded (then the rule's alpha).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub upper_alpha: Option<f64>,
@@ -126,8 +126,8 @@ pub struct Growth {
     #[serde(default)]
     pub still_growing: bool,
     /// Part of `budget`: what the store's data may add over the later part (the live SST files
-    /// a DB kept open gained, at their bounds: [`crate::probe::LIVE_FILE_BYTES`] and
-    /// [`crate::probe::TABLE_READER_SHARE`]; one fd or map per file).
+    /// a DB kept open gained, at their bounds: `LIVE_FILE_BYTES` and
+    /// `TABLE_READER_SHARE`; one fd or map per file).
     #[serde(default)]
     pub data_allowance: f64,
 }
