@@ -62,7 +62,7 @@ pub struct RunArgs {
     )]
     pub max_cycles: Option<u64>,
     /// The fault plan (`close.marker=10%,open.db=nth:2`, or `none`). Default: the environment
-    /// variable [`FAULTS_ENV`](leakcheck::fault::FAULTS_ENV) when set, else [`Lifecycle::default_faults`](leakcheck::Lifecycle::default_faults).
+    /// variable [`FAULTS_ENV`](leakcheck::fault::FAULTS_ENV) when set, else [`Lifecycle::default_faults`].
     #[arg(
         long,
         help = "Fault plan, for example `close.marker=10%,open.db=nth:2` (default: the store's, which reaches its \
