@@ -39,9 +39,9 @@ pub const DEFAULT_SEED: u64 = 1;
 /// The report is rewritten every this many cycles, unless told otherwise.
 pub const DEFAULT_REPORT_EVERY: u64 = 25;
 
-/// What to run: the settings of `leakcheck check` and `leakcheck soak`, one field per flag.
-/// With feature `cli` this is also the flags' parser (`#[command(flatten)]` it into a command
-/// line); [`run`](super::run) validates it, once, before anything is made.
+/// What to run: the settings of `leakcheck check` and `leakcheck soak`, one field per flag (the
+/// `leakcheck-cli` crate's `RunArgs` parses the flags into it); [`run`](super::run) validates it,
+/// once, before anything is made.
 #[derive(Debug, Clone)]
 pub struct RunOptions {
     /// `check` or `soak` (on the command line, the subcommand).
