@@ -94,12 +94,7 @@ fn primitive(ty: &str) -> Option<&'static str> {
 fn setters(src: &Path) -> Result<Vec<Setter>, surface::SurfaceError> {
     let mut files = Vec::new();
     surface::rust_files(src, &mut files)?;
-    let lib = surface::strip(&std::fs::read_to_string(src.join("lib.rs")).unwrap_or_default());
-    let mut at_root = BTreeSet::new();
-    for (i, _) in lib.match_indices("pub use ") {
-        let rest = &lib[i..];
-        at_root.extend(surface::owned_idents(&rest[..rest.find(';').unwrap_or(rest.len())]));
-    }
+    let at_root = surface::root_exports(src, false)?;
     let all: Vec<surface::Func> = files.iter().flat_map(|(f, text)| surface::all_functions(text, f)).collect();
     let defaults: BTreeSet<&str> = all
         .iter()

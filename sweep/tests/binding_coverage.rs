@@ -15,7 +15,11 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-use leakcheck_sweep::surface::{exported, functions, matching, owned_idents, rust_files, type_name, types};
+use leakcheck_sweep::surface::{exported, functions, owned_idents, rust_files, type_ident, types};
+use proc_macro2::{TokenStream, TokenTree};
+use quote::ToTokens;
+use syn::punctuated::Punctuated;
+use syn::visit_mut::{self, VisitMut};
 
 /// clippy.toml's disallowed types (last path segment) and methods (`Type::method`).
 fn disallowed() -> (BTreeSet<String>, BTreeSet<String>) {
@@ -43,80 +47,190 @@ fn disallowed() -> (BTreeSet<String>, BTreeSet<String>) {
     (types, methods)
 }
 
-/// The tracked wrappers: what each derefs to, and the methods each has (its own and its trait
-/// impls').
+/// The tracked wrappers: what each derefs to (`impl Deref`'s `Target`, or `deref_and_token!`'s
+/// second argument), and the methods each has (its own, its trait impls' and those the macros it
+/// invokes generate).
 fn wrappers() -> BTreeMap<String, (String, BTreeSet<String>)> {
     let mut files = Vec::new();
     rust_files(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../src/tracked"), &mut files).expect("read src/tracked");
-    let files = expand_macros(files);
+    let parsed: Vec<(String, syn::File)> =
+        files.iter().map(|(file, text)| (file.clone(), syn::parse_file(text).expect(file))).collect();
+    let all = macros(parsed.iter().map(|(_, syntax)| syntax));
+    let names: Vec<&str> = all.iter().filter(|m| m.params.len() == 1 && !m.repeats).map(|m| m.name.as_str()).collect();
+    assert!(names.contains(&"tracked_reads") && names.contains(&"tracked_cfs"), "macros in src/tracked: {names:?}");
+    let deref_and_token = all.iter().find(|m| m.name == "deref_and_token").expect("deref_and_token! in src/tracked");
     let mut targets: BTreeMap<String, String> = BTreeMap::new();
     let mut methods: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    for (file, text) in &files {
-        for (i, _) in text.match_indices("deref_and_token!(") {
-            let args = &text[i + 17..];
-            let end = args.find(')').unwrap_or(args.len());
-            let mut parts = args[..end].splitn(2, ',');
-            if let (Some(w), Some(t)) = (parts.next(), parts.next()) {
-                if !w.contains('$') {
-                    targets.insert(type_name(w), type_name(t));
-                }
-            }
+    for (file, mut syntax) in parsed {
+        let mut walk = Expand { macros: &all, targets: &mut targets, derefs: Vec::new() };
+        walk.visit_file_mut(&mut syntax);
+        for wrapper in walk.derefs {
+            methods.entry(wrapper).or_default().extend(fn_names(deref_and_token.body.clone()));
         }
-        for f in functions(text, file) {
-            if f.trait_impl && f.name == "deref" {
-                // The Target line is in the same impl: take the one nearest before this fn.
-                let at: usize = f.at.rsplit(':').next().and_then(|l| l.parse().ok()).unwrap_or(0);
-                let upto: usize = text.lines().take(at).map(|l| l.len() + 1).sum();
-                if let Some(p) = text[..upto].rfind("type Target =") {
-                    targets.insert(f.ty.clone(), type_name(&text[p + 13..]));
-                }
-            }
+        let text = syntax.to_token_stream().to_string();
+        syn::parse_file(&text).unwrap_or_else(|e| panic!("{file} with its macros expanded: {e}"));
+        for f in functions(&text, &file) {
             methods.entry(f.ty.clone()).or_default().insert(f.name.clone());
         }
     }
     targets.into_iter().map(|(w, t)| (w.clone(), (t, methods.remove(&w).unwrap_or_default()))).collect()
 }
 
-/// The wrappers' sources with every invocation of a one-argument macro they define (`tracked_reads!`,
-/// the iterator and snapshot methods of a readable wrapper; `tracked_cfs!`, the column family
-/// methods of a DB wrapper) replaced by the macro's body, its parameter replaced by the argument,
-/// so the methods it generates count as the wrapper's own.
-fn expand_macros(files: Vec<(String, String)>) -> Vec<(String, String)> {
-    let mut macros: Vec<(String, String, String)> = Vec::new(); // name, parameter, body
-    for (_, text) in &files {
-        for (at, _) in text.match_indices("macro_rules! ") {
-            let rest = &text[at + 13..];
-            let name: String = rest.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
-            let (Some(param_at), Some(arm)) = (rest.find('$'), rest.find("=> {")) else { continue };
-            let param: String =
-                rest[param_at..].chars().take_while(|c| *c == '$' || c.is_alphanumeric() || *c == '_').collect();
-            let open = at + 13 + arm + 3;
-            macros.push((name, param, text[open + 1..matching(text.as_bytes(), open)].to_string()));
+/// A `macro_rules!` of the wrappers with a single rule.
+struct Macro {
+    name: String,
+    /// The matcher's `$parameter`s.
+    params: Vec<String>,
+    /// The matcher has a repetition (`$(...)*`).
+    repeats: bool,
+    body: TokenStream,
+}
+
+/// The names of the functions in a macro's body (`fn deref`).
+fn fn_names(body: TokenStream) -> Vec<String> {
+    let tts: Vec<TokenTree> = body.into_iter().collect();
+    let mut out = Vec::new();
+    for (i, tt) in tts.iter().enumerate() {
+        match (tt, tts.get(i + 1)) {
+            (TokenTree::Group(g), _) => out.extend(fn_names(g.stream())),
+            (TokenTree::Ident(kw), Some(TokenTree::Ident(name))) if kw == "fn" => out.push(name.to_string()),
+            _ => {}
         }
     }
-    let names: Vec<&str> = macros.iter().map(|(n, ..)| n.as_str()).collect();
-    assert!(names.contains(&"tracked_reads") && names.contains(&"tracked_cfs"), "macros in src/tracked: {names:?}");
-    files
-        .into_iter()
-        .map(|(file, mut text)| {
-            for (name, param, body) in &macros {
-                let call = format!("{name}!(");
-                let mut out = String::with_capacity(text.len());
-                let mut rest = text.as_str();
-                while let Some(at) = rest.find(&call) {
-                    let arg_at = at + call.len();
-                    let end = rest[at..].find(");").map_or(rest.len(), |p| at + p + 2);
-                    let arg = rest[arg_at..end.saturating_sub(2).max(arg_at)].trim();
-                    out.push_str(&rest[..at]);
-                    out.push_str(&body.replace(param.as_str(), arg));
-                    rest = &rest[end..];
+    out
+}
+
+/// The single-rule macros the wrappers define. The one-argument ones (one `$parameter`, no
+/// repetition) are expanded: `tracked_reads!`, the iterator and snapshot methods of a readable
+/// wrapper; `tracked_cfs!`, the column family methods of a DB wrapper.
+fn macros<'a>(files: impl Iterator<Item = &'a syn::File>) -> Vec<Macro> {
+    let mut out = Vec::new();
+    for item in files.flat_map(|f| &f.items) {
+        let syn::Item::Macro(m) = item else { continue };
+        let (true, Some(name)) = (m.mac.path.is_ident("macro_rules"), &m.ident) else { continue };
+        let rule: Vec<TokenTree> = m.mac.tokens.clone().into_iter().collect();
+        // `(matcher) => { body }`, with an optional `;`.
+        let [TokenTree::Group(matcher), TokenTree::Punct(eq), TokenTree::Punct(gt), TokenTree::Group(body), ..] =
+            rule.as_slice()
+        else {
+            continue;
+        };
+        if eq.as_char() != '=' || gt.as_char() != '>' || rule.len() > 5 {
+            continue;
+        }
+        let matcher: Vec<TokenTree> = matcher.stream().into_iter().collect();
+        let params: Vec<String> = matcher
+            .windows(2)
+            .filter_map(|w| match w {
+                [TokenTree::Punct(d), TokenTree::Ident(p)] if d.as_char() == '$' => Some(p.to_string()),
+                _ => None,
+            })
+            .collect();
+        let repeats =
+            matcher.windows(2).any(|w| matches!(w, [TokenTree::Punct(d), TokenTree::Group(_)] if d.as_char() == '$'));
+        out.push(Macro { name: name.to_string(), params, repeats, body: body.stream() });
+    }
+    out
+}
+
+/// `body` with `$param` replaced by `arg` and `$crate` by `crate`.
+fn substitute(body: TokenStream, param: &str, arg: &TokenStream) -> TokenStream {
+    let mut out = TokenStream::new();
+    let mut tts = body.into_iter().peekable();
+    while let Some(tt) = tts.next() {
+        match tt {
+            TokenTree::Punct(d) if d.as_char() == '$' => match tts.peek() {
+                Some(TokenTree::Ident(p)) if p == param => {
+                    tts.next();
+                    out.extend(arg.clone());
                 }
-                out.push_str(rest);
-                text = out;
+                Some(TokenTree::Ident(p)) if p == "crate" => {}
+                _ => out.extend([TokenTree::Punct(d)]),
+            },
+            TokenTree::Group(g) => {
+                let inner = substitute(g.stream(), param, arg);
+                out.extend([TokenTree::Group(proc_macro2::Group::new(g.delimiter(), inner))]);
             }
-            (file, text)
-        })
-        .collect()
+            other => out.extend([other]),
+        }
+    }
+    out
+}
+
+/// Replaces every invocation of a one-argument macro (an item, or an item of an `impl`) by the
+/// macro's body with its parameter replaced by the argument, so the methods it generates count as
+/// the wrapper's own; and notes each wrapper's `Deref` target, and the wrappers of
+/// `deref_and_token!`.
+struct Expand<'a> {
+    macros: &'a [Macro],
+    targets: &'a mut BTreeMap<String, String>,
+    derefs: Vec<String>,
+}
+
+impl Expand<'_> {
+    fn expansion(&self, mac: &syn::Macro) -> Option<TokenStream> {
+        let name = mac.path.segments.last()?.ident.to_string();
+        let m = self.macros.iter().find(|m| m.name == name && !m.repeats)?;
+        let [param] = m.params.as_slice() else { return None };
+        Some(substitute(m.body.clone(), param, &mac.tokens))
+    }
+}
+
+impl VisitMut for Expand<'_> {
+    fn visit_file_mut(&mut self, file: &mut syn::File) {
+        let mut items = Vec::new();
+        for item in std::mem::take(&mut file.items) {
+            match &item {
+                syn::Item::Macro(m) if m.mac.path.is_ident("deref_and_token") => {
+                    let args = m
+                        .mac
+                        .parse_body_with(Punctuated::<syn::Type, syn::Token![,]>::parse_terminated)
+                        .expect("deref_and_token!(Wrapper, Target)");
+                    if let [wrapper, target] = args.iter().collect::<Vec<_>>().as_slice() {
+                        self.targets.insert(type_ident(wrapper), type_ident(target));
+                        self.derefs.push(type_ident(wrapper));
+                    }
+                    items.push(item);
+                }
+                syn::Item::Macro(m) if m.ident.is_none() => match self.expansion(&m.mac) {
+                    Some(tokens) => items.extend(syn::parse2::<syn::File>(tokens).expect("an expansion").items),
+                    None => items.push(item),
+                },
+                _ => items.push(item),
+            }
+        }
+        file.items = items;
+        visit_mut::visit_file_mut(self, file);
+    }
+
+    fn visit_item_impl_mut(&mut self, i: &mut syn::ItemImpl) {
+        let mut items = Vec::new();
+        for item in std::mem::take(&mut i.items) {
+            match &item {
+                syn::ImplItem::Macro(m) => match self.expansion(&m.mac) {
+                    Some(tokens) => {
+                        let wrapped: syn::ItemImpl =
+                            syn::parse2(quote::quote!(impl X { #tokens })).expect("an expansion");
+                        items.extend(wrapped.items);
+                    }
+                    None => items.push(item),
+                },
+                syn::ImplItem::Type(t) if t.ident == "Target" => {
+                    let deref = i
+                        .trait_
+                        .as_ref()
+                        .is_some_and(|(_, p, _)| p.segments.last().is_some_and(|s| s.ident == "Deref"));
+                    if deref {
+                        self.targets.insert(type_ident(&i.self_ty), type_ident(&t.ty));
+                    }
+                    items.push(item);
+                }
+                _ => items.push(item),
+            }
+        }
+        i.items = items;
+        visit_mut::visit_item_impl_mut(self, i);
+    }
 }
 
 #[test]
