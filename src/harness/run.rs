@@ -276,8 +276,13 @@ impl<'a> Run<'a> {
         // Asked only while its answer is used: to stop, or until the first leak is known.
         let exact_leak =
             (cfg.stop_on_exact_leak || self.first_leak_cycle.is_none()).then(|| self.analysis.exact_leak()).flatten();
+        // A leak the look found only by the counter's growth rule, where the judged cycles held
+        // less than that leak would have left (what the end checks too): not decided by it.
+        let warmup = self.judged_cfg.warmup_cycles as u64;
+        let refuted = look.is_some() && self.leak_refuted_by_the_record(warmup);
         if self.first_leak_cycle.is_none() {
-            let judged_leak = look.is_some() && self.judged.as_ref().is_some_and(|v| v.verdict == Verdict::Leak);
+            let judged_leak =
+                look.is_some() && !refuted && self.judged.as_ref().is_some_and(|v| v.verdict == Verdict::Leak);
             if exact_leak.is_some() || judged_leak {
                 self.first_leak_cycle = Some(cycle);
             }
@@ -296,11 +301,10 @@ impl<'a> Run<'a> {
         // record of the judged cycles that already settles their bytes (what the end's record,
         // after the store lets go, would judge clean). Not while a stack of the record may yet
         // turn out to have stopped taking: more cycles tell.
-        let warmup = self.judged_cfg.warmup_cycles as u64;
         let decided = cfg.decide_after.is_some()
             && look.is_some()
             && self.judged.as_ref().is_some_and(|v| match v.verdict {
-                Verdict::Leak => true,
+                Verdict::Leak => !refuted,
                 Verdict::Clean => !self.c.bk.track(|| self.c.gens.stop_undecided(warmup)),
                 Verdict::Inconclusive => {
                     self.bytes_visible
@@ -404,6 +408,22 @@ impl<'a> Run<'a> {
             verdict.mark_bytes_unavailable(reason);
         }
         verdict
+    }
+
+    /// Whether the last look's verdict is a leak only by the counter's growth rule, every such
+    /// leak contradicted by what the record held where it would be ([`Run::record_holds`]).
+    fn leak_refuted_by_the_record(&self, warmup: u64) -> bool {
+        let Some(judged) = self.judged.as_ref().filter(|v| v.verdict == Verdict::Leak) else {
+            return false;
+        };
+        if !self.bytes_visible || !self.c.gens.recorded() {
+            return false;
+        }
+        crate::probe::generations::bookkeeping(|| {
+            let mut v = judged.clone();
+            self.record_holds(&mut v, warmup);
+            v.leaks_refuted_by_the_record()
+        })
     }
 
     /// Notes, on each leak the counter's growth rule found, what the cycles it grew over (those

@@ -539,6 +539,16 @@ impl RunVerdict {
             && self.baseline_return.as_ref().is_none_or(|b| b.verdict == Verdict::Clean)
     }
 
+    /// Whether every leak the judged signals found is the counter's, contradicted by what the
+    /// record held where it would be ([`SignalVerdict::record_holds`]), and the return to
+    /// baseline is no leak: a look with such a verdict has not decided the run.
+    pub(crate) fn leaks_refuted_by_the_record(&self) -> bool {
+        let mut leaks = self.signals.iter().filter(|s| !s.informational && s.verdict == Verdict::Leak).peekable();
+        leaks.peek().is_some()
+            && leaks.all(contradicted_counter)
+            && self.baseline_return.as_ref().is_none_or(|b| b.verdict != Verdict::Leak)
+    }
+
     /// Marks the byte signals unavailable for `reason` (native allocations do not show in
     /// jemalloc's counters): a byte signal that looked clean becomes inconclusive, and so does the
     /// run. A leak stays a leak (what is visible did grow).

@@ -360,6 +360,34 @@ fn a_counter_leak_says_what_it_would_have_left_where_the_record_looks() {
     assert!(all >= fired);
 }
 
+/// A look whose leaks are all the counter's, each contradicted by what the record held where it
+/// would be, has not decided the run (check goes on); one leak the record holds, or any other
+/// signal's leak, decides it.
+#[test]
+fn a_look_whose_counter_leaks_the_record_refutes_decides_nothing() {
+    let (a, v) = firing_analysis(400, 0.0, 3, 2_048.0, 4.0);
+    assert_eq!(v.verdict, Verdict::Leak);
+    let would = a.leaks_would_hold(&v, 20, 398);
+    assert!(would.len() >= 2, "the level's leak and the point's: {would:?}");
+    let note = |v: &mut RunVerdict, held: &dyn Fn(f64) -> i64| {
+        for (signal, first, last, leak) in &would {
+            let holds = RecordHolds { from_cycle: *first, to_cycle: *last, bytes: held(*leak), leak_would_hold: *leak };
+            v.note_record_holds(signal, holds);
+        }
+    };
+    assert!(!v.leaks_refuted_by_the_record(), "nothing noted yet");
+    let mut refuted = v.clone();
+    note(&mut refuted, &|_| 0);
+    assert!(refuted.leaks_refuted_by_the_record());
+    let mut kept = v.clone();
+    note(&mut kept, &|leak| leak as i64 + 1);
+    assert!(!kept.leaks_refuted_by_the_record(), "the cycles held what the leaks would leave");
+    let mut other = refuted.clone();
+    let live = other.signals.iter_mut().find(|s| s.signal.signal() == Signal::LiveHandles).expect("live_handles");
+    live.verdict = Verdict::Leak;
+    assert!(!other.leaks_refuted_by_the_record(), "a handle's leak is no counter's");
+}
+
 fn per_firing_of(v: &RunVerdict, point: &str) -> Option<Verdict> {
     v.signals.iter().find(|s| s.signal.qualifier() == Some(point)).map(|s| s.verdict)
 }
