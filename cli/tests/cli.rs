@@ -10,17 +10,10 @@ use std::time::{Duration, Instant};
 use leakcheck::report::{self, RunReport};
 use leakcheck::{HandleKind, Signal, Verdict};
 
-const BIN: &str = env!("CARGO_BIN_EXE_leakcheck");
-const SMALL: [&str; 4] = ["--tasks", "1", "--segments", "2"];
+mod common;
+use common::{leakcheck, BIN};
 
-fn leakcheck(args: &[&str]) -> Output {
-    Command::new(BIN)
-        .args(args)
-        .env_remove("LEAKCHECK_FAULTS")
-        .env_remove("LEAKCHECK_TRACKING")
-        .output()
-        .expect("run leakcheck")
-}
+const SMALL: [&str; 4] = ["--tasks", "1", "--segments", "2"];
 
 fn code(o: &Output) -> i32 {
     o.status.code().unwrap_or(-1)

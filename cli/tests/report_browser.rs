@@ -11,23 +11,16 @@
 //! panel and writes what it found as JSON, which Chromium's `--dump-dom` prints.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use leakcheck::report::{self, RunReport, HTML_FILE};
 use leakcheck::Verdict;
 
-const BIN: &str = env!("CARGO_BIN_EXE_leakcheck");
-const SMALL: [&str; 4] = ["--tasks", "1", "--segments", "1"];
+mod common;
+use common::{leakcheck, BIN};
 
-fn leakcheck(args: &[&str]) -> Output {
-    Command::new(BIN)
-        .args(args)
-        .env_remove("LEAKCHECK_FAULTS")
-        .env_remove("LEAKCHECK_TRACKING")
-        .output()
-        .expect("run leakcheck")
-}
+const SMALL: [&str; 4] = ["--tasks", "1", "--segments", "1"];
 
 /// The browser: `LEAKCHECK_CHROMIUM`, else the first of chromium, chromium-browser and
 /// google-chrome on PATH. Missing, the test fails: the browser is part of what it tests.
