@@ -25,7 +25,8 @@ use leakcheck::{Class, Signal, Verdict};
 const CLEAN_SEEDS: [u64; 2] = [0, 1];
 
 const CYCLES: u64 = 100;
-const STORE_PATH: &str = "leak-tests/src/reference.rs";
+/// The reference store's source files (sites are `file:line:column`, relative to the workspace).
+const STORE_PATH: &str = "leak-tests/src/reference/";
 
 /// Heap profiles: one sample per 2^12 bytes over 60 cycles, so that a leak of a few KiB per
 /// cycle is sampled tens of times (the default 2^19 needs hundreds of cycles: docs/guide.md). Sampling

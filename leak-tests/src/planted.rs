@@ -16,7 +16,7 @@ pub fn record_site(name: &'static str, file: &'static str, line: u32) {
     crate::lock(&SITES).entry(name).or_insert_with(|| format!("{file}:{line}"));
 }
 
-/// Where the planted leak `name` ran in this process (`leak-tests/src/reference.rs:410`), if it did.
+/// Where the planted leak `name` ran in this process (`leak-tests/src/reference/close.rs:41`), if it did.
 pub fn site_of(name: &str) -> Option<String> {
     crate::lock(&SITES).get(name).cloned()
 }

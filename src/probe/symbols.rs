@@ -22,7 +22,7 @@ pub fn resolve(address: u64) -> Vec<Frame> {
     let inside = address.saturating_sub(1) as usize as *mut std::ffi::c_void;
     backtrace::resolve(inside, |sym| {
         frames.push(Frame {
-            function: sym.name().map_or_else(|| format!("{address:#x}"), |n| format!("{n:#}")),
+            function: sym.name().map_or_else(|| format!("{address:#x}"), |n| by_type(&format!("{n:#}"))),
             file: sym.filename().map(|p| p.display().to_string()),
             line: sym.lineno(),
         });
@@ -31,6 +31,75 @@ pub fn resolve(address: u64) -> Vec<Frame> {
         frames.push(Frame { function: format!("{address:#x}"), ..Frame::default() });
     }
     frames
+}
+
+/// A demangled name with each `module::<impl Type>` (a method whose `impl` block sits in another
+/// module than its type, as Rust's symbols spell it) written as the type, `Type`, and each
+/// `module::<impl Trait for Type>` as `<Type as Trait>`: the name a reader looks for, and the same
+/// wherever in the crate the `impl` block is.
+fn by_type(name: &str) -> String {
+    const IMPL: &str = "<impl ";
+    let mut out = String::with_capacity(name.len());
+    let mut rest = name;
+    while let Some(at) = rest.find(IMPL) {
+        let Some(len) = closing_angle(&rest[at + 1..]) else { break };
+        let inner = &rest[at + IMPL.len()..at + 1 + len];
+        // The module path the impl block sits in, just before it, is dropped.
+        let before = &rest[..at];
+        let path = before.trim_end_matches(|c: char| c.is_alphanumeric() || c == '_' || c == ':');
+        let keep = if before[path.len()..].ends_with("::") { path } else { before };
+        out.push_str(keep);
+        match top_level_split(inner, " for ") {
+            Some((trait_, ty)) => {
+                out.push('<');
+                out.push_str(ty);
+                out.push_str(" as ");
+                out.push_str(trait_);
+                out.push('>');
+            }
+            None => out.push_str(inner),
+        }
+        rest = &rest[at + 2 + len..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// In `s` (what follows an opening `<`), the byte length up to its matching `>`; `->` is not a
+/// bracket.
+fn closing_angle(s: &str) -> Option<usize> {
+    let mut depth = 1usize;
+    let bytes = s.as_bytes();
+    for (i, b) in bytes.iter().enumerate() {
+        match b {
+            b'<' => depth += 1,
+            b'>' if i > 0 && bytes[i - 1] == b'-' => {}
+            b'>' => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(i);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// `s` split at the first `sep` outside any `<..>`.
+fn top_level_split<'a>(s: &'a str, sep: &str) -> Option<(&'a str, &'a str)> {
+    let mut depth = 0usize;
+    let bytes = s.as_bytes();
+    for i in 0..bytes.len() {
+        match bytes[i] {
+            b'<' => depth += 1,
+            b'>' if i > 0 && bytes[i - 1] == b'-' => {}
+            b'>' => depth = depth.saturating_sub(1),
+            _ if depth == 0 && s[i..].starts_with(sep) => return Some((&s[..i], &s[i + sep.len()..])),
+            _ => {}
+        }
+    }
+    None
 }
 
 /// A stack's frames, innermost first, named by `resolve`, with the allocator's own frames at the
@@ -61,6 +130,26 @@ mod tests {
             true
         });
         std::hint::black_box(ips)
+    }
+
+    #[test]
+    fn methods_are_named_by_their_type_wherever_their_impl_block_sits() {
+        let cases = [
+            (
+                "leak_tests::reference::open::<impl leak_tests::reference::ReferenceStore>::offsets_options",
+                "leak_tests::reference::ReferenceStore::offsets_options",
+            ),
+            ("a::<impl a::b::Wrap<Vec<u8>>>::new::{{closure}}", "a::b::Wrap<Vec<u8>>::new::{{closure}}"),
+            ("m::<impl core::ops::Drop for m::Db>::drop", "<m::Db as core::ops::Drop>::drop"),
+            ("x::<impl x::F<fn() -> u8>>::call", "x::F<fn() -> u8>::call"),
+            ("<impl a::T>::f", "a::T::f"),
+            ("rocksdb::DBImpl::Write", "rocksdb::DBImpl::Write"),
+            ("broken::<impl a::T::f", "broken::<impl a::T::f"),
+            ("0x8", "0x8"),
+        ];
+        for (mangled, expected) in cases {
+            assert_eq!(by_type(mangled), expected, "{mangled}");
+        }
     }
 
     #[test]

@@ -1,0 +1,130 @@
+//! What the planted variants do beside the correct store: native allocations kept, a pool, RocksDB memory that grows, transactions and a side DB.
+
+#[allow(clippy::wildcard_imports)]
+use super::*;
+
+impl ReferenceStore {
+    /// Planted: `bytes` of native memory, no handle, no wrapper, kept until the store drops.
+    pub(super) fn leak_native(&self, bytes: usize) {
+        // SAFETY: a plain C allocation, deliberately never freed before the store drops.
+        let p = unsafe { libc::malloc(bytes) };
+        if !p.is_null() {
+            // SAFETY: `p` points to `bytes` writable bytes.
+            unsafe { p.cast::<u8>().write_bytes(0xa5, bytes) };
+        }
+        lock(&self.planted).raw_mallocs.push(std::hint::black_box(p) as usize);
+    }
+
+    /// The leak-beside-give-back variant's pool, filled before the first cycle.
+    pub(super) fn fill_pool(&self) {
+        let mut planted = lock(&self.planted);
+        planted.pool.reserve_exact(POOL_BUFFERS);
+        for _ in 0..POOL_BUFFERS {
+            // SAFETY: a plain C allocation, freed by `give_back` or when the store drops.
+            let p = unsafe { libc::malloc(POOL_BUFFER_BYTES) };
+            if !p.is_null() {
+                planted.pool.push(p as usize);
+            }
+        }
+    }
+
+    /// Gives one buffer of the pool back (none once it is empty).
+    pub(super) fn give_back(&self) {
+        if let Some(p) = lock(&self.planted).pool.pop() {
+            // SAFETY: allocated by libc::malloc in `fill_pool` and not freed since.
+            unsafe { libc::free(p as *mut libc::c_void) };
+        }
+    }
+
+    /// Planted: a failed `DB::list_cf` of a directory with no DB; the binding keeps 8 B of it.
+    #[allow(clippy::disallowed_types, clippy::disallowed_methods)] // the binding's own call, on purpose
+    pub(super) fn list_missing_cf(&self) {
+        let missing = self.config.dir.join("no-db-here");
+        drop(std::hint::black_box(rocksdb::DB::list_cf(&rocksdb::Options::default(), missing)));
+    }
+
+    /// Planted: one more record of 1 KiB in a list kept for the life of the store.
+    pub(super) fn keep_record(&self, cycle: u64) {
+        let mut planted = lock(&self.planted);
+        let fill = cycle.to_le_bytes();
+        planted.records.extend((0..KIB_LEAK_BYTES).map(|i| fill[i % 8]));
+    }
+
+    /// The accounted-growth variant's DB, kept for the life of the store (declared shared,
+    /// reported to RocksDB's accounting), with a write buffer of 1 GiB: it never flushes.
+    pub(super) fn open_accounted(&self, ledger: &Ledger) -> Result<(), StoreError> {
+        let fail = |source| StoreError::RocksDb { task: 0, segment: 0, what: "accounted db", source };
+        let _owner = owner_scope("accounted db");
+        let mut opts = TrackedOptions::new(ledger);
+        opts.create_if_missing(true);
+        opts.set_write_buffer_size(1 << 30);
+        opts.set_arena_block_size(4 << 10);
+        opts.set_disable_auto_compactions(true);
+        let db = TrackedDb::<SingleThreaded>::open(&opts, self.config.dir.join("accounted")).map_err(fail)?;
+        for token in [db.token(), opts.token()] {
+            token.declare_shared();
+        }
+        lock(&self.planted).accounted = Some((db, opts));
+        Ok(())
+    }
+
+    /// Planted: the kept DB's memtable takes 1 KiB more every cycle.
+    pub(super) fn grow_accounted(&self, ctx: &CycleCtx<'_>) -> Result<(), StoreError> {
+        let fail = |source| StoreError::RocksDb { task: 0, segment: ctx.cycle, what: "accounted db", source };
+        let planted = lock(&self.planted);
+        if let Some((db, _)) = &planted.accounted {
+            planted!("accounted-growth", db.put(ctx.cycle.to_be_bytes(), [0x5a; 1024]).map_err(fail)?);
+        }
+        Ok(())
+    }
+
+    /// The transaction DB [`Variant::TransactionLeakOnError`] keeps for the run (declared shared,
+    /// with its options).
+    pub(super) fn open_transactions(&self, ledger: &Ledger) -> Result<(), StoreError> {
+        let fail = |source| StoreError::RocksDb { task: 0, segment: 0, what: "transaction db", source };
+        let _owner = owner_scope("transaction db");
+        let mut opts = TrackedOptions::new(ledger);
+        opts.create_if_missing(true);
+        let txn_opts = TrackedTransactionDbOptions::new(ledger);
+        let db = TrackedTransactionDb::<SingleThreaded>::open(&opts, &txn_opts, self.config.dir.join("transactions"))
+            .map_err(fail)?;
+        for token in [db.token(), opts.token(), txn_opts.token()] {
+            token.declare_shared();
+        }
+        lock(&self.planted).transactions = Some((db, opts, txn_opts));
+        Ok(())
+    }
+
+    /// The cycle's marker, written in a transaction of the kept transaction DB and committed;
+    /// planted: when the commit is to fail, the transaction is forgotten on the error path.
+    pub(super) fn commit_in_transaction(&self, ctx: &CycleCtx<'_>) -> Result<(), StoreError> {
+        let fail = |source| StoreError::RocksDb { task: 0, segment: ctx.cycle, what: "transaction db", source };
+        let planted = lock(&self.planted);
+        let Some((db, ..)) = &planted.transactions else { return Ok(()) };
+        let _owner = owner_scope(format!("cycle {}", ctx.cycle));
+        let txn = db.transaction();
+        txn.put(ctx.cycle.to_be_bytes(), b"marker").map_err(fail)?;
+        if ctx.faults.check_error("work.commit") {
+            planted!("transaction-leak-on-error", std::mem::forget(txn));
+            return Err(StoreError::Injected { task: 0, point: "work.commit" });
+        }
+        txn.commit().map_err(fail)
+    }
+
+    /// An untracked DB beside the segments, its memtable (about 64 KiB written) charged to the
+    /// task's shared cache through the task's write buffer manager.
+    #[allow(clippy::disallowed_types)]
+    pub(super) fn open_side_db(&self, ctx: &CycleCtx<'_>, state: &TaskShared) -> Result<rocksdb::DB, StoreError> {
+        let path = self.config.dir.join("side").join(format!("cycle_{}", ctx.cycle));
+        let fail = |source| StoreError::RocksDb { task: 0, segment: ctx.cycle, what: "side db", source };
+        let mut o = rocksdb::Options::default();
+        o.create_if_missing(true);
+        o.set_write_buffer_size(1 << 20);
+        o.set_write_buffer_manager(&state.write_buffers);
+        let db = rocksdb::DB::open(&o, &path).map_err(fail)?;
+        for i in 0u32..64 {
+            db.put(i.to_be_bytes(), [0x5a; 1024]).map_err(fail)?;
+        }
+        Ok(db)
+    }
+}
