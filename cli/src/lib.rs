@@ -37,7 +37,7 @@ use clap::{Args, FromArgMatches, Subcommand};
 use leakcheck::harness::Lifecycle;
 use leakcheck::report::CompareLimits;
 use leakcheck::runner::{
-    compare_to_page, run, Mode, RunError, RunOptions, StoreEnv, DEFAULT_REPORT_EVERY, DEFAULT_SEED,
+    compare_to_page, run, Annotations, Mode, RunError, RunOptions, StoreEnv, DEFAULT_REPORT_EVERY, DEFAULT_SEED,
 };
 use leakcheck::Depth;
 
@@ -145,6 +145,21 @@ pub struct RunArgs {
     /// Print the report as JSON on stdout (progress goes to stderr).
     #[arg(long)]
     pub json: bool,
+    /// Publish the findings for CI: `github` prints GitHub Actions' workflow commands at the
+    /// leaking lines and appends a job summary to `$GITHUB_STEP_SUMMARY`; `auto` (the default)
+    /// does so inside GitHub Actions (`GITHUB_ACTIONS=true`); `none` never.
+    #[arg(
+        long,
+        value_name = "WHERE",
+        default_value = "auto",
+        value_parser = |s: &str| s.parse::<Annotations>(),
+        help = "Annotations for CI: github (workflow commands at the leaking lines, a job summary), none, or auto                 (github inside GitHub Actions)"
+    )]
+    pub annotations: Annotations,
+    /// Also write the verdict as JUnit XML here: one test case per judged signal, a failure per
+    /// leak with what leaked and where.
+    #[arg(long, value_name = "FILE", help = "Also write the verdict as JUnit XML (a test case per judged signal)")]
+    pub junit: Option<PathBuf>,
 }
 
 impl RunArgs {
@@ -167,6 +182,8 @@ impl RunArgs {
         o.handle_quiet = self.handle_quiet;
         o.generations = self.generations;
         o.profile = self.profile;
+        o.annotations = self.annotations;
+        o.junit = self.junit.clone();
         o.progress = !(self.json && mode == Mode::Check);
         o.interruptible = true;
         o
@@ -267,9 +284,13 @@ where
     };
     let options = args.options(mode);
     let outcome = run(&options, |env| make(&store, env))?;
+    // Workflow commands are read from either stream; with --json stdout is the report alone.
+    let annotations = outcome.annotations();
     if args.json {
+        eprint!("{annotations}");
         println!("{}", outcome.json());
     } else {
+        print!("{annotations}");
         print!("{}", outcome.table());
         if let Some(dir) = &outcome.report_dir {
             println!("report: {}", dir.display());

@@ -9,7 +9,10 @@ mod axis;
 mod compare;
 mod csv;
 mod error;
+mod findings;
+pub mod github;
 mod html;
+mod junit;
 mod model;
 mod plot;
 mod read;
@@ -23,7 +26,9 @@ pub use compare::{compare, CompareLimits, Comparison};
 pub(crate) use csv::SamplesFile;
 pub use csv::{parse_samples_csv, SAMPLES_COLUMNS};
 pub use error::ReportError;
+pub use findings::{Finding, Place};
 pub use html::HTML_FILE;
+pub use junit::junit_xml;
 pub(crate) use model::FLAME_FILE;
 pub use model::{
     CycleSummary, HeapFunction, HeapStack, RunReport, RunSettings, REPORT_FILE, SAMPLES_FILE, SCHEMA_VERSION,

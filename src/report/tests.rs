@@ -197,3 +197,122 @@ fn a_bad_csv_names_its_line_and_problem() {
         }
     }
 }
+
+/// A leaking report: an Options handle kept at this file's line, in a run whose samples show it.
+fn leaking_report() -> (RunReport, u32) {
+    let samples: Vec<CycleSample> = (0..150).map(sample).collect();
+    let verdict = analyze(&samples, None, None, &AnalysisConfig::default());
+    let ledger = crate::Ledger::new();
+    let line = line!() + 1;
+    let token = ledger.register(crate::HandleKind::Options);
+    std::mem::forget(token);
+    let settings =
+        RunSettings { command: "check".to_string(), store: "kv".to_string(), cycles: 150, ..RunSettings::default() };
+    (RunReport::new(settings, verdict, CycleSummary::default(), ledger.report(), 150, 3.0, true), line)
+}
+
+#[test]
+fn findings_say_what_leaked_and_where_first() {
+    let (report, line) = leaking_report();
+    let findings = report.findings();
+    let first = &findings[0];
+    assert_eq!(first.signal, "live_handles.Options");
+    assert_eq!(first.verdict, crate::Verdict::Leak);
+    let place = first.place.as_ref().expect("a place");
+    assert_eq!((place.file.as_str(), place.line), ("src/report/tests.rs", line));
+    assert!(
+        first.message.starts_with("1 Options handle retained, created at src/report/tests.rs:"),
+        "{}",
+        first.message
+    );
+    // The terminal's table opens with it.
+    let table = text::table(&report);
+    assert_eq!(table.lines().next(), Some(format!("leak: {}", first.message).as_str()));
+}
+
+#[test]
+fn annotations_are_workflow_commands_at_the_leaking_line() {
+    let (report, line) = leaking_report();
+    let root = std::env::current_dir().expect("cwd");
+    let text = github::annotations(&report, &root);
+    let first = text.lines().next().expect("a command");
+    // `::error file=F,line=L,title=T::message`
+    let rest = first.strip_prefix("::error ").expect("an error command");
+    let (properties, message) = rest.split_once("::").expect("properties and message");
+    let properties: BTreeMap<&str, &str> =
+        properties.split(',').map(|p| p.split_once('=').expect("key=value")).collect();
+    assert_eq!(properties["file"], "src/report/tests.rs");
+    assert_eq!(properties["line"], line.to_string());
+    assert_eq!(properties["title"], "leakcheck%3A live_handles.Options");
+    assert!(message.starts_with("1 Options handle retained"), "{message}");
+}
+
+#[test]
+fn junit_has_a_case_per_judged_signal_and_a_failure_per_leak() {
+    use quick_xml::events::Event;
+    let (report, line) = leaking_report();
+    let xml = junit_xml(&report);
+    let mut reader = quick_xml::Reader::from_str(&xml);
+    let mut path: Vec<String> = Vec::new();
+    let mut cases = Vec::new();
+    let mut failures = Vec::new();
+    let mut suites = Vec::new();
+    loop {
+        let event = reader.read_event().expect("well-formed XML");
+        let (start, empty) = match &event {
+            Event::Start(e) => (Some(e.clone()), false),
+            Event::Empty(e) => (Some(e.clone()), true),
+            Event::End(_) => {
+                path.pop();
+                (None, false)
+            }
+            Event::Eof => break,
+            _ => (None, false),
+        };
+        let Some(e) = start else { continue };
+        let name = String::from_utf8_lossy(e.name().as_ref()).into_owned();
+        let attrs: BTreeMap<String, String> = e
+            .attributes()
+            .map(|a| {
+                let a = a.expect("attribute");
+                (
+                    String::from_utf8_lossy(a.key.as_ref()).into_owned(),
+                    a.normalized_value(quick_xml::XmlVersion::Explicit1_0).expect("value").into_owned(),
+                )
+            })
+            .collect();
+        // The schema's nesting: testsuites > testsuite > testcase > failure | error.
+        let parent = path.last().map(String::as_str);
+        match name.as_str() {
+            "testsuites" => assert_eq!(parent, None),
+            "testsuite" => {
+                assert_eq!(parent, Some("testsuites"));
+                suites.push(attrs.clone());
+            }
+            "testcase" => {
+                assert_eq!(parent, Some("testsuite"));
+                assert!(attrs.contains_key("classname"));
+                cases.push(attrs["name"].clone());
+            }
+            "failure" | "error" => {
+                assert_eq!(parent, Some("testcase"));
+                failures.push((name.clone(), path.len(), attrs.clone()));
+            }
+            other => panic!("unexpected element {other}"),
+        }
+        if !empty {
+            path.push(name);
+        }
+    }
+    let judged: Vec<String> =
+        report.verdict.signals.iter().filter(|s| !s.informational).map(|s| s.signal.to_string()).collect();
+    assert_eq!(cases, judged, "one case per judged signal, in the report's order");
+    let leaks = report.verdict.signals.iter().filter(|s| !s.informational && s.verdict == crate::Verdict::Leak).count();
+    let fails = failures.iter().filter(|(n, _, _)| n == "failure").count();
+    assert_eq!(fails, leaks);
+    assert_eq!(suites[0]["tests"], judged.len().to_string());
+    assert_eq!(suites[0]["failures"], leaks.to_string());
+    let handle =
+        failures.iter().find(|(_, _, a)| a["message"].contains("Options handle")).expect("the handle's failure");
+    assert!(handle.2["message"].contains(&format!("src/report/tests.rs:{line}")), "{:?}", handle.2);
+}

@@ -116,6 +116,21 @@ impl<L: Lifecycle> Check<'_, L> {
         self
     }
 
+    /// Publishes the findings for CI ([`super::Annotations`]; default: GitHub Actions' inside
+    /// GitHub Actions): the workflow commands are printed on stdout when the check ends (the test
+    /// harness shows them with a failing test's output), the job summary appended to
+    /// `$GITHUB_STEP_SUMMARY`.
+    pub fn annotations(mut self, annotations: super::Annotations) -> Self {
+        self.options.annotations = annotations;
+        self
+    }
+
+    /// Also writes the verdict as JUnit XML to `file` (a test case per judged signal).
+    pub fn junit(mut self, file: impl Into<PathBuf>) -> Self {
+        self.options.junit = Some(file.into());
+        self
+    }
+
     /// Runs the check.
     ///
     /// # Errors
@@ -127,6 +142,8 @@ impl<L: Lifecycle> Check<'_, L> {
         // The ledger's depth is the caller's; the report says which it is.
         options.tracking = Some(self.ledger.depth());
         let plan = validate(&options)?;
-        drive(self.store, self.ledger, &options, &plan)
+        let outcome = drive(self.store, self.ledger, &options, &plan)?;
+        print!("{}", outcome.annotations());
+        Ok(outcome)
     }
 }

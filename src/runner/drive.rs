@@ -198,7 +198,10 @@ impl Watch<'_> {
         if let (Some(dir), Some(f)) = (&self.opts.report, self.csv.as_mut()) {
             write_report(dir, f, &r, &h.samples, true)?;
         }
-        Ok(RunOutcome { report: r, report_dir: self.opts.report.clone() })
+        let outcome =
+            RunOutcome { report: r, report_dir: self.opts.report.clone(), annotations: self.opts.annotations.github() };
+        super::ci::publish(&outcome, self.opts)?;
+        Ok(outcome)
     }
 }
 

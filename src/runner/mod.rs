@@ -17,6 +17,7 @@
 //! `soak` runs for a duration or a number of cycles and keeps the report directory current.
 
 mod check;
+mod ci;
 mod compare;
 mod drive;
 mod heap;
@@ -31,6 +32,6 @@ pub use compare::{compare, compare_to_page};
 pub use drive::run;
 pub use outcome::{exit_code, RunError, RunOutcome};
 pub use settings::{
-    Mode, RunOptions, StoreEnv, DEFAULT_CHECK_CYCLES, DEFAULT_MAX_CYCLES_FACTOR, DEFAULT_REPORT_EVERY, DEFAULT_SEED,
-    MIN_CYCLES,
+    Annotations, Mode, RunOptions, StoreEnv, DEFAULT_CHECK_CYCLES, DEFAULT_MAX_CYCLES_FACTOR, DEFAULT_REPORT_EVERY,
+    DEFAULT_SEED, MIN_CYCLES,
 };

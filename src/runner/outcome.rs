@@ -62,7 +62,7 @@ pub enum RunError {
     Profile(crate::probe::ProbeError),
 }
 
-pub(super) fn invalid(option: &'static str, problem: impl Into<String>) -> RunError {
+pub(crate) fn invalid(option: &'static str, problem: impl Into<String>) -> RunError {
     RunError::Invalid { option, problem: problem.into() }
 }
 
@@ -74,6 +74,8 @@ pub struct RunOutcome {
     pub report: RunReport,
     /// The report directory, when one was asked for.
     pub report_dir: Option<PathBuf>,
+    /// Whether the run publishes GitHub Actions' annotations ([`RunOutcome::annotations`]).
+    pub(crate) annotations: bool,
 }
 
 impl RunOutcome {
@@ -94,6 +96,18 @@ impl RunOutcome {
         crate::report::text::table(&self.report)
     }
 
+    /// GitHub Actions' workflow commands for the findings (`::error file=..,line=..::4 Options
+    /// handles retained, created at ..`), one per line, when the run publishes them
+    /// ([`Annotations`](super::Annotations)); else empty. Paths are relative to the checkout
+    /// (`GITHUB_WORKSPACE`, else the current directory), so they land on the diff.
+    pub fn annotations(&self) -> String {
+        if self.annotations {
+            crate::report::github::annotations(&self.report, &super::ci::checkout_root())
+        } else {
+            String::new()
+        }
+    }
+
     /// The report as pretty JSON.
     pub fn json(&self) -> String {
         serde_json::to_string_pretty(&self.report).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
@@ -107,7 +121,8 @@ impl RunOutcome {
     #[track_caller]
     pub fn assert_clean(&self) {
         if self.report.verdict.verdict != Verdict::Clean {
-            panic!("leakcheck: the store is not clean ({})\n\n{}", self.report.verdict.verdict, self.table());
+            let first = self.report.findings().into_iter().next().map_or(String::new(), |f| format!(": {}", f.message));
+            panic!("leakcheck: the store is not clean ({}){first}\n\n{}", self.report.verdict.verdict, self.table());
         }
     }
 }

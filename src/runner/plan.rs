@@ -68,6 +68,9 @@ pub(super) fn validate(opts: &RunOptions) -> Result<Plan, RunError> {
         (Some(m), false) => Some(m),
         (None, false) => Some(cycles.saturating_mul(DEFAULT_MAX_CYCLES_FACTOR)),
     };
+    if let Some(path) = &opts.junit {
+        super::ci::check_junit_path(path)?;
+    }
     let sample_every = opts.sample_every.unwrap_or(if soak { 5 } else { 1 });
     Ok(Plan { depth, cycles, max_cycles, sample_every })
 }

@@ -27,6 +27,43 @@ impl Mode {
     }
 }
 
+/// Whether a run publishes its findings in GitHub Actions' terms: workflow commands at the
+/// leaking lines and a Markdown job summary (`--annotations`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Annotations {
+    /// GitHub Actions' when the run is in one (`GITHUB_ACTIONS=true`), else none.
+    #[default]
+    Auto,
+    /// GitHub Actions' workflow commands and job summary (`$GITHUB_STEP_SUMMARY`, when set).
+    Github,
+    /// None.
+    Off,
+}
+
+impl Annotations {
+    /// Whether GitHub Actions' are published: asked, or `Auto` inside GitHub Actions.
+    pub fn github(self) -> bool {
+        match self {
+            Annotations::Auto => std::env::var_os("GITHUB_ACTIONS").is_some_and(|v| v == "true"),
+            Annotations::Github => true,
+            Annotations::Off => false,
+        }
+    }
+}
+
+impl std::str::FromStr for Annotations {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "auto" => Ok(Annotations::Auto),
+            "github" => Ok(Annotations::Github),
+            "none" => Ok(Annotations::Off),
+            other => Err(format!("unknown annotations `{other}`: expected auto, github or none")),
+        }
+    }
+}
+
 /// Cycles `check` runs when none are asked for.
 pub const DEFAULT_CHECK_CYCLES: u64 = 200;
 /// `check` goes on while the memory verdict is inconclusive up to this many times its cycles,
@@ -99,6 +136,12 @@ pub struct RunOptions {
     /// started with profiling (`leakcheck::heap_profiling_ready!()` in the binary, or
     /// `MALLOC_CONF=prof:true,prof_active:false`).
     pub profile: Option<u32>,
+    /// Publish the findings for CI: GitHub Actions' workflow commands and job summary (default:
+    /// when the run is in GitHub Actions).
+    pub annotations: Annotations,
+    /// Also write the verdict as a JUnit XML file here, for CI systems that read JUnit: one test
+    /// case per judged signal, a failure per leak with its places.
+    pub junit: Option<PathBuf>,
 }
 
 impl Default for RunOptions {
@@ -122,6 +165,8 @@ impl Default for RunOptions {
             handle_quiet: None,
             generations: true,
             profile: None,
+            annotations: Annotations::Auto,
+            junit: None,
         }
     }
 }

@@ -1,0 +1,241 @@
+//! What leaked and where, one finding per place a developer would fix: a retained handle group
+//! at its creating line, an allocating stack that kept what two or more cycles allocated (at the
+//! first frame of the user's own code), a swallowed close error where the close was called, and
+//! each other leaking or undecided signal. Every output a person reads first (the terminal's
+//! opening lines, CI annotations, the job summary, JUnit failures, report.html's first screen)
+//! starts from these.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::RunReport;
+use crate::signal::Signal;
+use crate::units::human_bytes;
+use crate::Verdict;
+
+/// A place in a source file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Place {
+    /// The file as the build recorded it (relative to the workspace it was built in, or absolute).
+    pub file: String,
+    /// Its line.
+    pub line: u32,
+}
+
+impl Place {
+    /// `file:line` or `file:line:column` (a ledger site), or a frame's `function (file:line)`.
+    pub(crate) fn parse(site: &str) -> Option<Place> {
+        let site = match crate::probe::stacks::split_location(site) {
+            (_, Some(place)) => place,
+            (whole, None) => whole,
+        };
+        let number = |t: &str| t.parse::<u32>().ok();
+        let (rest, last) = site.rsplit_once(':')?;
+        let (file, line) = match rest.rsplit_once(':') {
+            // `file:line:column`
+            Some((file, line)) if number(line).is_some() && number(last).is_some() => (file, number(line)?),
+            _ => (rest, number(last)?),
+        };
+        (!file.is_empty() && line > 0).then(|| Place { file: file.to_string(), line })
+    }
+
+    /// The file relative to `root` (a repository's checkout), where it lies under it; a relative
+    /// file is taken as relative to `root` already.
+    pub fn relative_to(&self, root: &Path) -> PathBuf {
+        let file = Path::new(&self.file);
+        file.strip_prefix(root).map_or_else(|_| file.to_path_buf(), Path::to_path_buf)
+    }
+}
+
+impl std::fmt::Display for Place {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}", self.file, self.line)
+    }
+}
+
+/// One thing that leaked, or that the run could not decide, and where.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Finding {
+    /// The signal that found it (`live_handles.Options`, `retained_bytes`,
+    /// `open_fds_outside_dir`), or `baseline_return`.
+    pub signal: String,
+    /// `leak`, or `inconclusive` for a signal the run could not decide.
+    pub verdict: Verdict,
+    /// What and where in one sentence: `4 Options handles retained, created at src/store.rs:48:22
+    /// (owner task 0_0 / segment 0)`.
+    pub message: String,
+    /// Where to fix it, when known: the creating line of a handle, the first frame of the user's
+    /// code in an allocating stack, the line that dropped a close error.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub place: Option<Place>,
+    /// Its size per cycle, in the signal's unit (bytes, handles, fds), when it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub per_cycle: Option<f64>,
+    /// For an allocating stack: its frames, innermost first (what a suppression's `function`
+    /// matches).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub frames: Vec<String>,
+}
+
+impl RunReport {
+    /// What leaked and where, the places a developer fixes first: retained handle groups (most
+    /// handles first), allocating stacks that kept what two or more judged cycles allocated (most
+    /// bytes first), swallowed close errors, then each other judged signal that leaked, and last
+    /// the judged signals the run could not decide. Empty for a clean run.
+    pub fn findings(&self) -> Vec<Finding> {
+        let mut out = Vec::new();
+        let leaking = |s: Signal| self.verdict.signals.iter().any(|v| v.family() == s && judged_leak(v));
+        let cycles = self.cycles_run.max(1) as f64;
+        let mut groups: Vec<_> = self.ledger.retained.iter().collect();
+        groups.sort_by_key(|g| std::cmp::Reverse(g.count));
+        for g in groups {
+            let owner = g.owner.as_deref().map_or(String::new(), |o| format!(" (owner {o})"));
+            let site = g.site.as_deref().unwrap_or("an unknown site (tracking depth counts)");
+            let kept = if g.wrapper_dropped && !g.held_by.is_empty() {
+                format!("; its wrapper is gone, kept alive by {}", g.held_by.join(", "))
+            } else {
+                String::new()
+            };
+            out.push(Finding {
+                signal: format!("live_handles.{}", g.kind),
+                verdict: Verdict::Leak,
+                message: format!(
+                    "{} {} handle{} retained, created at {site}{owner}{kept}",
+                    g.count,
+                    g.kind,
+                    if g.count == 1 { "" } else { "s" }
+                ),
+                place: g.site.as_deref().and_then(Place::parse),
+                per_cycle: Some(g.count as f64 / cycles),
+                frames: Vec::new(),
+            });
+        }
+        if let Some(v) = self.signal(Signal::RetainedBytes).filter(|v| judged_leak(v)) {
+            if let Some(r) = &v.retained {
+                let judged = r.cycles().max(1) as f64;
+                let mut sites: Vec<_> = r.sites.iter().filter(|s| s.recurs()).collect();
+                sites.sort_by_key(|s| std::cmp::Reverse(s.bytes));
+                for s in sites {
+                    let own = crate::probe::stacks::own_frame(&s.frames);
+                    let at = own.or((!s.frames.is_empty()).then_some(0)).map(|i| s.frames[i].as_str());
+                    let per_cycle = s.bytes as f64 / judged;
+                    out.push(Finding {
+                        signal: v.signal.to_string(),
+                        verdict: Verdict::Leak,
+                        message: format!(
+                            "retained_bytes: {} per cycle ({} in {} allocations from {} of cycles {}-{}), allocated in {}",
+                            super::words::rate(per_cycle),
+                            human_bytes(s.bytes as f64),
+                            s.allocations,
+                            s.cycles_holding,
+                            r.from_cycle,
+                            r.to_cycle,
+                            at.unwrap_or(&s.function)
+                        ),
+                        place: at.and_then(Place::parse),
+                        per_cycle: Some(per_cycle),
+                        frames: s.frames.clone(),
+                    });
+                }
+            }
+        }
+        for e in &self.ledger.swallowed_close_errors {
+            let owner = e.owner.as_deref().map_or(String::new(), |o| format!(" (owner {o})"));
+            out.push(Finding {
+                signal: v_name(Signal::SwallowedCloseErrors),
+                verdict: Verdict::Leak,
+                message: format!("close error of {} dropped unread at {}{owner}: {}", e.what, e.site, e.error),
+                place: Place::parse(&e.site),
+                per_cycle: None,
+                frames: Vec::new(),
+            });
+        }
+        let placed = |s: Signal| match s {
+            Signal::LiveHandles | Signal::LiveHandlesOf => !self.ledger.retained.is_empty(),
+            Signal::SwallowedCloseErrors => !self.ledger.swallowed_close_errors.is_empty(),
+            Signal::RetainedBytes => out.iter().any(|f| f.signal == v_name(Signal::RetainedBytes)),
+            _ => false,
+        };
+        let placed: Vec<Signal> = Signal::ALL.iter().copied().filter(|s| leaking(*s) && placed(*s)).collect();
+        for v in self.verdict.signals.iter().filter(|v| judged_leak(v) && !placed.contains(&v.family())) {
+            out.push(Finding {
+                signal: v.signal.to_string(),
+                verdict: Verdict::Leak,
+                message: format!("{}: {}", v.signal, signal_words(v)),
+                place: None,
+                per_cycle: v.estimate.map(|e| e.value),
+                frames: Vec::new(),
+            });
+        }
+        if let Some(b) = self.verdict.baseline_return.as_ref().filter(|b| b.verdict == Verdict::Leak) {
+            out.push(Finding {
+                signal: "baseline_return".to_string(),
+                verdict: Verdict::Leak,
+                message: super::words::totals_lines(self)
+                    .into_iter()
+                    .find(|l| l.starts_with("return to baseline"))
+                    .unwrap_or_else(|| format!("return to baseline: {}", b.verdict)),
+                place: None,
+                per_cycle: None,
+                frames: Vec::new(),
+            });
+        }
+        for v in self.verdict.signals.iter().filter(|v| !v.informational && v.verdict == Verdict::Inconclusive) {
+            let more = v.more_cycles_needed.map_or(String::new(), |n| format!(", about {n} more cycles needed"));
+            out.push(Finding {
+                signal: v.signal.to_string(),
+                verdict: Verdict::Inconclusive,
+                message: format!("{}: inconclusive{more}", v.signal),
+                place: None,
+                per_cycle: v.estimate.map(|e| e.value),
+                frames: Vec::new(),
+            });
+        }
+        out
+    }
+}
+
+/// A signal's name in reports.
+fn v_name(s: Signal) -> String {
+    crate::signal::SignalId::from(s).to_string()
+}
+
+/// A judged (not informational) leak verdict.
+fn judged_leak(v: &crate::SignalVerdict) -> bool {
+    !v.informational && v.verdict == Verdict::Leak
+}
+
+/// A leaking signal without a place, in words: its estimate per cycle and interval, or its
+/// residue.
+fn signal_words(v: &crate::SignalVerdict) -> String {
+    let [_, per_cycle, detail] = super::words::signal_cells(v);
+    match per_cycle.as_str() {
+        "-" => format!("leak, {detail}"),
+        _ => format!("leak, {per_cycle} per cycle {detail}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn places_are_read_from_sites_and_frames() {
+        let p = |s: &str| Place::parse(s).map(|p| p.to_string());
+        assert_eq!(p("src/store.rs:48:22").as_deref(), Some("src/store.rs:48"));
+        assert_eq!(p("my_crate::f (src/store.rs:88)").as_deref(), Some("src/store.rs:88"));
+        assert_eq!(p("src/store.rs:88").as_deref(), Some("src/store.rs:88"));
+        assert_eq!(p("C:\\work\\store.rs:9:1").as_deref(), Some("C:\\work\\store.rs:9"));
+        assert_eq!(p("rocksdb::DBImpl::Write"), None);
+        assert_eq!(p("src/store.rs:0:1"), None);
+    }
+
+    #[test]
+    fn a_place_under_the_checkout_is_relative_to_it() {
+        let p = Place { file: "/home/runner/work/app/app/src/store.rs".into(), line: 3 };
+        assert_eq!(p.relative_to(Path::new("/home/runner/work/app/app")), Path::new("src/store.rs"));
+        let q = Place { file: "src/store.rs".into(), line: 3 };
+        assert_eq!(q.relative_to(Path::new("/home/runner/work/app/app")), Path::new("src/store.rs"));
+    }
+}

@@ -1,0 +1,140 @@
+//! A run in GitHub Actions' own terms: workflow commands that put each finding on the line that
+//! leaked (`::error file=..,line=..::..`, `::warning` for a signal the run could not decide), and
+//! the Markdown job summary appended to `$GITHUB_STEP_SUMMARY`.
+
+use std::fmt::Write;
+use std::path::Path;
+
+use super::findings::Finding;
+use super::RunReport;
+use crate::Verdict;
+
+/// The workflow commands of a run's findings, one line each: `::error` for a leak at its place
+/// (the file relative to `root`, the repository's checkout, so that it lands on the diff),
+/// `::warning` for a signal the run could not decide. Suppressed findings are not annotated.
+pub fn annotations(report: &RunReport, root: &Path) -> String {
+    let mut out = String::new();
+    for f in report.findings() {
+        let command = if f.verdict == Verdict::Leak { "error" } else { "warning" };
+        let mut properties = Vec::new();
+        if let Some(p) = &f.place {
+            properties.push(format!("file={}", property(&p.relative_to(root).to_string_lossy())));
+            properties.push(format!("line={}", p.line));
+        }
+        properties.push(format!("title={}", property(&format!("leakcheck: {}", f.signal))));
+        let _ = writeln!(out, "::{command} {}::{}", properties.join(","), data(&f.message));
+    }
+    out
+}
+
+/// A workflow command's message: `%`, CR and LF escaped.
+fn data(s: &str) -> String {
+    s.replace('%', "%25").replace('\r', "%0D").replace('\n', "%0A")
+}
+
+/// A workflow command's property value: as a message, and `:` and `,` too.
+fn property(s: &str) -> String {
+    data(s).replace(':', "%3A").replace(',', "%2C")
+}
+
+/// The job summary: the verdict, what leaked and where (or what a clean run rules out), and how
+/// to get the report. `report_dir` is where the report was written, when it was.
+pub fn summary(report: &RunReport, root: &Path, report_dir: Option<&Path>) -> String {
+    let mut out = String::new();
+    let v = &report.verdict;
+    let s = &report.settings;
+    let _ = writeln!(out, "## leakcheck {}: {}\n", s.command, v.verdict);
+    let _ = writeln!(
+        out,
+        "{}, {} cycles in {:.1} s, fault plan `{}` (seed {}).\n",
+        cell(&s.store_info().to_string()),
+        report.cycles_run,
+        report.elapsed_seconds,
+        if s.plan.is_empty() { "none" } else { &s.plan },
+        s.seed
+    );
+    let findings = report.findings();
+    let (leaks, undecided): (Vec<&Finding>, Vec<&Finding>) = findings.iter().partition(|f| f.verdict == Verdict::Leak);
+    if !leaks.is_empty() {
+        let _ = writeln!(out, "### What leaked, and where\n");
+        table(&mut out, &leaks, root);
+    }
+    if !undecided.is_empty() {
+        let _ = writeln!(out, "### Undecided\n");
+        table(&mut out, &undecided, root);
+    }
+    if v.verdict == Verdict::Clean {
+        let _ = writeln!(out, "### What it rules out\n");
+        let rules_out: Vec<String> = super::words::notes(report)
+            .into_iter()
+            .filter(|l| l.starts_with("clean: rules out") || l.starts_with("retained_bytes clean: rules out"))
+            .collect();
+        if rules_out.is_empty() {
+            let _ = writeln!(out, "No judged signal found a leak.\n");
+        }
+        for line in rules_out {
+            let _ = writeln!(out, "- {}", line.trim());
+        }
+        let _ = writeln!(out);
+    }
+    match report_dir {
+        Some(dir) => {
+            let _ = writeln!(
+                out,
+                "The report: `{}` (open `report.html` in a browser; `report.json` is the same as data).",
+                dir.join(super::HTML_FILE).display()
+            );
+        }
+        None => {
+            let _ = writeln!(
+                out,
+                "For the full report (report.html, plots, report.json), run again with `--report DIR` and keep `DIR` as an artifact."
+            );
+        }
+    }
+    out
+}
+
+/// The findings as a Markdown table: what, where.
+fn table(out: &mut String, findings: &[&Finding], root: &Path) {
+    let _ = writeln!(out, "| signal | what | where |\n| --- | --- | --- |");
+    for f in findings {
+        let place =
+            f.place.as_ref().map_or("-".to_string(), |p| format!("`{}:{}`", p.relative_to(root).display(), p.line));
+        let _ = writeln!(out, "| `{}` | {} | {} |", f.signal, cell(&f.message), place);
+    }
+    let _ = writeln!(out);
+}
+
+/// Text for a Markdown table cell: `|` escaped, no line breaks, and Markdown's own characters
+/// that would change what it says (`*`, `_`, `<`) escaped.
+fn cell(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '|' | '*' | '_' | '<' | '>' | '`' | '[' | ']' | '\\' => {
+                out.push('\\');
+                out.push(c);
+            }
+            '\n' | '\r' => out.push(' '),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn workflow_command_text_is_escaped() {
+        assert_eq!(data("50% of\nit"), "50%25 of%0Ait");
+        assert_eq!(property("a:b,c"), "a%3Ab%2Cc");
+    }
+
+    #[test]
+    fn table_cells_keep_their_text() {
+        assert_eq!(cell("<impl a|b>::f_x\n"), "\\<impl a\\|b\\>::f\\_x ");
+    }
+}
