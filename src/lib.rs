@@ -65,6 +65,7 @@ pub mod probe;
 pub mod report;
 pub mod runner;
 pub mod signal;
+pub mod suppress;
 #[allow(unsafe_code)]
 mod sys;
 #[cfg(feature = "rocksdb")]
@@ -87,4 +88,5 @@ pub use ledger::{
 pub use probe::{Probe, Sample};
 pub use runner::check;
 pub use signal::{Class, Signal, SignalId};
+pub use suppress::{Suppression, Suppressions};
 pub use verdict::{SignalVerdict, Verdict};

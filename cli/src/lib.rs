@@ -160,6 +160,14 @@ pub struct RunArgs {
     /// leak with what leaked and where.
     #[arg(long, value_name = "FILE", help = "Also write the verdict as JUnit XML (a test case per judged signal)")]
     pub junit: Option<PathBuf>,
+    /// Known leaks to accept, each with its reason (default: `leakcheck.toml` in the current
+    /// directory, when there is one).
+    #[arg(
+        long,
+        value_name = "FILE",
+        help = "Known leaks to accept, each with its reason (default: ./leakcheck.toml when present)"
+    )]
+    pub suppressions: Option<PathBuf>,
 }
 
 impl RunArgs {
@@ -184,6 +192,7 @@ impl RunArgs {
         o.profile = self.profile;
         o.annotations = self.annotations;
         o.junit = self.junit.clone();
+        o.suppressions = self.suppressions.clone();
         o.progress = !(self.json && mode == Mode::Check);
         o.interruptible = true;
         o

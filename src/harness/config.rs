@@ -63,6 +63,10 @@ pub struct HarnessConfig {
     /// `generations`), so that report.json's `generations` says what each cycle
     /// still holds. Default `true`; where the allocator cannot be hooked the run says why.
     pub generations: bool,
+    /// Known leaks the run accepts ([`Suppressions`](crate::Suppressions)): handles and
+    /// allocating stacks they match, within their bounds, are not judged, and the report lists
+    /// them with their size.
+    pub suppressions: crate::Suppressions,
 }
 
 /// [`HarnessConfig::handle_quiet`]'s default.
@@ -129,6 +133,7 @@ impl Default for HarnessConfig {
             matrix_repeats: 6,
             allocator_check: native_allocations_visible,
             generations: true,
+            suppressions: crate::Suppressions::none(),
         }
     }
 }

@@ -292,7 +292,8 @@ impl<'a> Cycler<'a> {
         drop((open, work, close));
         let settle = self.patience.handle_settle(cfg);
         let release = &mut self.release;
-        let retained_handles = self.bk.track(|| release.wait(ledger, settle, cfg.handle_quiet));
+        let counts = || cfg.suppressions.unsuppressed_counts(ledger, cycle + 1);
+        let retained_handles = self.bk.track(|| release.wait(ledger, &counts, settle, cfg.handle_quiet));
         // A mark raised by handles the cycle never gave back is a leak's, not a high-water mark.
         if ledger.peak_rises() != peak_rises && retained_handles.is_empty() {
             self.gens.handles_peaked(cycle);

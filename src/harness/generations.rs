@@ -85,6 +85,9 @@ pub(crate) struct RunGenerations {
     peaks: Vec<u64>,
     /// More than [`MAX_PEAKS`] cycles raised a high-water mark: none is kept.
     peaks_overflowed: bool,
+    /// Stacks named so far to match suppressions, and whether one matched: each stack is named
+    /// once (the symbolizer's work, and its memory, do not grow with the looks).
+    suppressed_stacks: std::cell::RefCell<std::collections::BTreeMap<u32, bool>>,
 }
 
 /// The most cycles that raised a handle high-water mark a run keeps.
@@ -128,6 +131,7 @@ impl RunGenerations {
             shared_alive: 0,
             peaks: Vec::new(),
             peaks_overflowed: false,
+            suppressed_stacks: Default::default(),
         }
     }
 
@@ -283,6 +287,33 @@ impl RunGenerations {
         Some(g.live_range(self.generation(Some(from)), self.generation(Some(to))).bytes)
     }
 
+    /// [`held_bytes`](Self::held_bytes) less what the stacks a suppression names hold: what
+    /// the counter's leak must be, if it is not a suppressed one.
+    pub(crate) fn held_bytes_unsuppressed(
+        &self,
+        from: u64,
+        to: u64,
+        suppressions: &crate::Suppressions,
+    ) -> Option<i64> {
+        let total = self.held_bytes(from, to)?;
+        if !suppressions.names_functions() {
+            return Some(total);
+        }
+        let (g, _) = self.judged_record()?;
+        let mut matched = self.suppressed_stacks.borrow_mut();
+        let suppressed: i64 = self
+            .held(g, from, to)
+            .iter()
+            .filter(|h| {
+                h.stack.is_some_and(|id| {
+                    *matched.entry(id).or_insert_with(|| suppressions.matches_stack(&frames_of(g, id)))
+                })
+            })
+            .map(|h| h.size as i64)
+            .sum();
+        Some(total - suppressed)
+    }
+
     /// What cycles `from..` (all but the youngest) still hold, when generations were recorded.
     pub(crate) fn retained(&self, from: u64) -> Option<Retained> {
         let (g, to) = self.judged_record()?;
@@ -290,16 +321,7 @@ impl RunGenerations {
         let mut r = Retained::of(from, to, (from..=to).map(|c| (c, g.live(self.generation(Some(c))))));
         if r.allocations > 0 {
             let held = self.held(g, from, to);
-            let name = |id: u32| {
-                let stack = g.stack(id);
-                let mut frames = crate::probe::symbols::named_frames(&stack, &crate::probe::symbols::resolve);
-                // What called the store (the harness, the test runner, main) is the same for every
-                // stack: cut there.
-                if let Some(at) = frames.iter().position(|f| f.starts_with("leakcheck::harness::")) {
-                    frames.truncate(at);
-                }
-                frames
-            };
+            let name = |id: u32| frames_of(g, id);
             let drains = |id: u32| g.drains(id);
             r = generations::bookkeeping(|| r.with_sites(sites(&held, from..=to, &name, &drains, &self.peaks)));
         }
@@ -369,4 +391,15 @@ fn unnamed_sites(
     peaks: &[u64],
 ) -> Vec<crate::verdict::RetainedSite> {
     sites(held, from..=to, &|_| Vec::new(), &|id| g.drains(id), peaks)
+}
+
+/// A recorded stack's frames, named, innermost first, cut where the harness called the store
+/// (what called it, the harness, the test runner, main, is the same for every stack).
+fn frames_of(g: &Generations, id: u32) -> Vec<String> {
+    let stack = g.stack(id);
+    let mut frames = crate::probe::symbols::named_frames(&stack, &crate::probe::symbols::resolve);
+    if let Some(at) = frames.iter().position(|f| f.starts_with("leakcheck::harness::")) {
+        frames.truncate(at);
+    }
+    frames
 }

@@ -46,10 +46,17 @@ impl ReleaseWatch {
     /// passes, or `quiet` passes with no sign of a release to come. Returns the retained counts
     /// per kind (empty: none). What cannot be read counts as a sign: then the wait runs to the
     /// bound, as it did before the quiet rule.
-    pub(super) fn wait(&mut self, ledger: &Ledger, settle: Settle, quiet: Duration) -> BTreeMap<String, u64> {
+    /// `counts` reads the retained counts (the ledger's, less what suppressions accept).
+    pub(super) fn wait(
+        &mut self,
+        ledger: &Ledger,
+        counts: &dyn Fn() -> BTreeMap<String, u64>,
+        settle: Settle,
+        quiet: Duration,
+    ) -> BTreeMap<String, u64> {
         let start = Instant::now();
         let deadline = start + settle.timeout;
-        let mut retained = ledger.retained_counts();
+        let mut retained = counts();
         if retained.is_empty() {
             return retained;
         }
@@ -64,7 +71,7 @@ impl ReleaseWatch {
             }
             std::thread::sleep(backoff.min(deadline.saturating_duration_since(now)));
             backoff = settle.next_backoff(backoff);
-            retained = ledger.retained_counts();
+            retained = counts();
             if retained.is_empty() {
                 return retained;
             }

@@ -44,6 +44,9 @@ pub struct HarnessReport {
     /// What each cycle's allocations still hold at the end ([`HarnessConfig::generations`]).
     #[serde(default)]
     pub generations: GenerationsReport,
+    /// How each of [`HarnessConfig::suppressions`] was used.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub suppressions: Vec<crate::suppress::SuppressionUse>,
 }
 
 /// Why a run ended before its cycles.
@@ -229,6 +232,11 @@ impl<'a> Run<'a> {
             c.bk.track(|| Vec::with_capacity(if cfg.keep_records { cfg.cycles.min(10_000) as usize } else { 0 }));
         let samples = c.bk.track(|| Thinned::new(if cfg.keep_records { usize::MAX } else { MAX_SOAK_SAMPLES }));
         let mut analysis = c.bk.track(|| Analysis::new(judged_cfg));
+        if cfg.suppressions.names_functions() {
+            // Stacks are named at looks to match them: the symbolizer's tables (tens of MB of debug
+            // info, kept for the process's life) are read now, before the baseline.
+            c.bk.track(crate::probe::symbols::warm);
+        }
         let mut baseline = with_rocksdb(store, probe.settle(cfg.settle, None).sample);
         baseline.bookkeeping_bytes = c.bk.bytes();
         c.bk.track(|| analysis.baseline(&baseline));
@@ -370,7 +378,8 @@ impl<'a> Run<'a> {
         let warmup = self.judged_cfg.warmup_cycles as u64;
         if unavailable.is_none() && self.c.gens.recorded() {
             // What the cycles held when the counter was last read, where its leaks would be.
-            crate::probe::generations::bookkeeping(|| self.record_holds(&mut verdict, warmup));
+            let (analysis, gens, suppressions) = (&self.analysis, &self.c.gens, &self.cfg.suppressions);
+            self.c.bk.track(|| record_holds(analysis, gens, suppressions, &mut verdict, warmup));
             if catch_unwind(AssertUnwindSafe(|| store.let_go())).is_err() {
                 self.c.gens.let_go_panicked();
             }
@@ -390,7 +399,13 @@ impl<'a> Run<'a> {
                 let notice = format!("allocation generations unused: {reason}");
                 (GenerationsReport { notice: Some(notice), ..GenerationsReport::default() }, None)
             }
-            None => (self.c.gens.report(MAX_GENERATIONS_LISTED), self.c.gens.retained(warmup)),
+            None => {
+                let mut retained = self.c.gens.retained(warmup);
+                if let Some(r) = retained.as_mut() {
+                    self.cfg.suppressions.mark_sites(r);
+                }
+                (self.c.gens.report(MAX_GENERATIONS_LISTED), retained)
+            }
         });
         crate::probe::generations::bookkeeping(|| self.report(last, verdict, ledger, generations, retained))
     }
@@ -411,34 +426,21 @@ impl<'a> Run<'a> {
     }
 
     /// Whether the last look's verdict is a leak only by the counter's growth rule, every such
-    /// leak contradicted by what the record held where it would be ([`Run::record_holds`]).
-    fn leak_refuted_by_the_record(&self, warmup: u64) -> bool {
+    /// leak contradicted by what the record held where it would be ([`record_holds`]).
+    fn leak_refuted_by_the_record(&mut self, warmup: u64) -> bool {
         let Some(judged) = self.judged.as_ref().filter(|v| v.verdict == Verdict::Leak) else {
             return false;
         };
         if !self.bytes_visible || !self.c.gens.recorded() {
             return false;
         }
-        crate::probe::generations::bookkeeping(|| {
+        // Naming stacks to match suppressions reads debug info the process keeps: the harness's.
+        let (analysis, gens, suppressions) = (&self.analysis, &self.c.gens, &self.cfg.suppressions);
+        self.c.bk.track(|| {
             let mut v = judged.clone();
-            self.record_holds(&mut v, warmup);
+            record_holds(analysis, gens, suppressions, &mut v, warmup);
             v.leaks_refuted_by_the_record()
         })
-    }
-
-    /// Notes, on each leak the counter's growth rule found, what the cycles it grew over (those
-    /// the record judges, from `warmup`) hold now.
-    fn record_holds(&self, verdict: &mut RunVerdict, warmup: u64) {
-        let Some(to) = self.c.gens.last_judged() else {
-            return;
-        };
-        for (signal, first, last, would) in self.analysis.leaks_would_hold(verdict, warmup.min(to), to) {
-            if let Some(bytes) = self.c.gens.held_bytes(first, last) {
-                let holds =
-                    crate::verdict::RecordHolds { from_cycle: first, to_cycle: last, bytes, leak_would_hold: would };
-                verdict.note_record_holds(&signal, holds);
-            }
-        }
     }
 
     /// The report, with the record's verdict added to the last look's.
@@ -450,6 +452,7 @@ impl<'a> Run<'a> {
         generations: GenerationsReport,
         retained: Option<crate::verdict::Retained>,
     ) -> HarnessReport {
+        let suppressions = self.cfg.suppressions.uses(&ledger, retained.as_ref(), self.cycles_run);
         if let Some(r) = retained {
             let mut v = crate::verdict::retained::verdict(r);
             // What a cache still alive holds may look like a leak: such a leak is shown, not judged.
@@ -470,6 +473,28 @@ impl<'a> Run<'a> {
             stopped: self.stopped,
             first_leak_cycle: self.first_leak_cycle,
             generations,
+            suppressions,
+        }
+    }
+}
+
+/// Notes, on each leak the counter's growth rule found, what the cycles it grew over (those the
+/// record judges, from `warmup`) hold now, less what the stacks a suppression names hold.
+fn record_holds(
+    analysis: &Analysis,
+    gens: &super::generations::RunGenerations,
+    suppressions: &crate::Suppressions,
+    verdict: &mut RunVerdict,
+    warmup: u64,
+) {
+    let Some(to) = gens.last_judged() else {
+        return;
+    };
+    for (signal, first, last, would) in analysis.leaks_would_hold(verdict, warmup.min(to), to) {
+        if let Some(bytes) = gens.held_bytes_unsuppressed(first, last, suppressions) {
+            let holds =
+                crate::verdict::RecordHolds { from_cycle: first, to_cycle: last, bytes, leak_would_hold: would };
+            verdict.note_record_holds(&signal, holds);
         }
     }
 }

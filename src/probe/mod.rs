@@ -155,6 +155,11 @@ pub struct Sample {
     /// from the net byte signals; absent when not measured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bookkeeping_bytes: Option<i64>,
+    /// Resident bytes of the allocation record's own tables (mapped outside jemalloc; they grow
+    /// with the live allocations recorded), excluded from the anonymous memory outside
+    /// jemalloc; absent when not measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub record_resident_bytes: Option<u64>,
 }
 
 impl Sample {
@@ -355,7 +360,15 @@ impl Probe {
     pub fn sample(&self) -> Sample {
         let jemalloc = jemalloc::read(self.purge).ok();
         let process = process::read(self.dir.as_deref());
-        Sample { monotonic_ns: monotonic_ns(), jemalloc, process, rocksdb: None, bookkeeping_bytes: None }
+        let record_resident_bytes = Some(generations::record_resident_bytes());
+        Sample {
+            monotonic_ns: monotonic_ns(),
+            jemalloc,
+            process,
+            rocksdb: None,
+            bookkeeping_bytes: None,
+            record_resident_bytes,
+        }
     }
 
     /// Samples (purging first, whatever [`Probe::purge`] says) until two consecutive samples

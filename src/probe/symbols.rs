@@ -102,6 +102,12 @@ fn top_level_split<'a>(s: &'a str, sep: &str) -> Option<(&'a str, &'a str)> {
     None
 }
 
+/// Reads the symbolizer's tables for this binary (its debug info, kept for the life of the
+/// process), so that naming stacks later allocates little.
+pub(crate) fn warm() {
+    let _ = resolve(warm as *const () as usize as u64 + 1);
+}
+
 /// A stack's frames, innermost first, named by `resolve`, with the allocator's own frames at the
 /// inner end left out (`function (file:line)` where debug info has them).
 pub fn named_frames(stack: &[u64], resolve: &dyn Fn(u64) -> Vec<Frame>) -> Vec<String> {

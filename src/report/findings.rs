@@ -89,6 +89,15 @@ impl RunReport {
         let cycles = self.cycles_run.max(1) as f64;
         let mut groups: Vec<_> = self.ledger.retained.iter().collect();
         groups.sort_by_key(|g| std::cmp::Reverse(g.count));
+        // A group a suppression accepts is listed with the suppressions, not as a leak.
+        let accepted = |g: &&crate::ledger::HandleGroup| {
+            let kind = g.kind.to_string();
+            self.suppressions
+                .iter()
+                .find(|u| u.suppression.matches_handles(&kind, g.site.as_deref()))
+                .is_some_and(crate::suppress::SuppressionUse::applies)
+        };
+        groups.retain(|g| !accepted(g));
         for g in groups {
             let owner = g.owner.as_deref().map_or(String::new(), |o| format!(" (owner {o})"));
             let site = g.site.as_deref().unwrap_or("an unknown site (tracking depth counts)");
@@ -151,8 +160,9 @@ impl RunReport {
                 frames: Vec::new(),
             });
         }
+        let any_group = out.iter().any(|f| f.signal.starts_with("live_handles."));
         let placed = |s: Signal| match s {
-            Signal::LiveHandles | Signal::LiveHandlesOf => !self.ledger.retained.is_empty(),
+            Signal::LiveHandles | Signal::LiveHandlesOf => any_group,
             Signal::SwallowedCloseErrors => !self.ledger.swallowed_close_errors.is_empty(),
             Signal::RetainedBytes => out.iter().any(|f| f.signal == v_name(Signal::RetainedBytes)),
             _ => false,

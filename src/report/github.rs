@@ -5,13 +5,14 @@
 use std::fmt::Write;
 use std::path::Path;
 
-use super::findings::Finding;
+use super::findings::{Finding, Place};
 use super::RunReport;
 use crate::Verdict;
 
 /// The workflow commands of a run's findings, one line each: `::error` for a leak at its place
 /// (the file relative to `root`, the repository's checkout, so that it lands on the diff),
-/// `::warning` for a signal the run could not decide. Suppressed findings are not annotated.
+/// `::warning` for a signal the run could not decide; then each suppression at its line in the
+/// suppression file (`::notice` applied, `::warning` unused, `::error` exceeded).
 pub fn annotations(report: &RunReport, root: &Path) -> String {
     let mut out = String::new();
     for f in report.findings() {
@@ -23,6 +24,22 @@ pub fn annotations(report: &RunReport, root: &Path) -> String {
         }
         properties.push(format!("title={}", property(&format!("leakcheck: {}", f.signal))));
         let _ = writeln!(out, "::{command} {}::{}", properties.join(","), data(&f.message));
+    }
+    // Suppressions at their own lines: one that matched nothing (stale) or whose bound was
+    // exceeded (its leak is an error above too) is worth a look; one that applied, a notice.
+    for u in &report.suppressions {
+        let command = match (u.unused(), u.exceeded) {
+            (true, _) => "warning",
+            (false, true) => "error",
+            (false, false) => "notice",
+        };
+        let mut properties = Vec::new();
+        if let Some(p) = Place::parse(&u.suppression.origin) {
+            properties.push(format!("file={}", property(&p.relative_to(root).to_string_lossy())));
+            properties.push(format!("line={}", p.line));
+        }
+        properties.push(format!("title={}", property("leakcheck: suppression")));
+        let _ = writeln!(out, "::{command} {}::{}", properties.join(","), data(&u.line()));
     }
     out
 }
@@ -62,6 +79,13 @@ pub fn summary(report: &RunReport, root: &Path, report_dir: Option<&Path>) -> St
     if !undecided.is_empty() {
         let _ = writeln!(out, "### Undecided\n");
         table(&mut out, &undecided, root);
+    }
+    if !report.suppressions.is_empty() {
+        let _ = writeln!(out, "### Suppressions\n");
+        for u in &report.suppressions {
+            let _ = writeln!(out, "- {}", cell(&u.line()));
+        }
+        let _ = writeln!(out);
     }
     if v.verdict == Verdict::Clean {
         let _ = writeln!(out, "### What it rules out\n");

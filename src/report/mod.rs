@@ -19,7 +19,7 @@ mod read;
 #[cfg(test)]
 mod tests;
 pub(crate) mod text;
-mod words;
+pub(crate) mod words;
 pub(crate) mod write;
 
 pub use compare::{compare, CompareLimits, Comparison};

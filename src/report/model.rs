@@ -230,6 +230,10 @@ pub struct RunReport {
     /// `[cycle, live_bytes, live_allocations]` at the end of the run.
     #[serde(default)]
     pub generations: crate::harness::GenerationsReport,
+    /// How each suppression (known leaks the run accepts, `--suppressions`) was used: what it
+    /// matched and its size per cycle, unused, or exceeded.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub suppressions: Vec<crate::suppress::SuppressionUse>,
 }
 
 impl RunReport {
@@ -260,6 +264,7 @@ impl RunReport {
             heap_growth: Vec::new(),
             heap_growth_by_function: Vec::new(),
             generations: crate::harness::GenerationsReport::default(),
+            suppressions: Vec::new(),
         }
     }
 
@@ -274,6 +279,7 @@ impl RunReport {
         r.stopped = h.stopped.clone();
         r.first_leak_cycle = h.first_leak_cycle;
         r.generations = h.generations.clone();
+        r.suppressions = h.suppressions.clone();
         r
     }
 

@@ -45,6 +45,7 @@ fn sample(c: u64) -> CycleSample {
         process,
         rocksdb: Some(rocksdb),
         bookkeeping_bytes: Some(4096 + 64 * c as i64),
+        record_resident_bytes: Some(65_536),
     };
     let handles = if c == 70 { [("Options".to_string(), 2)].into_iter().collect() } else { BTreeMap::new() };
     CycleSample::new(c, s, handles, c != 3)

@@ -44,6 +44,9 @@ pub(crate) fn signal_cells(e: &crate::SignalVerdict) -> [String; 3] {
                         r.recurring_sites,
                         if r.recurring_sites == 1 { "" } else { "s" }
                     )
+                } else if r.sites.iter().any(|s| s.suppressed.is_some()) {
+                    let held: i64 = r.sites.iter().filter(|s| s.suppressed.is_some()).map(|s| s.bytes).sum();
+                    format!("{} suppressed", fmt_num(Some(held as f64), e.class()))
                 } else {
                     format!(
                         "{} kept once, in {}/{} cycles",
@@ -192,6 +195,7 @@ pub(crate) fn notes(r: &RunReport) -> Vec<String> {
             out.push(format!(
                 "  {} {} in {} allocation{} from {cycles}{} {}",
                 match (site.recurs(), site.stacked, site.drains) {
+                    _ if site.suppressed.is_some() => "suppressed:",
                     (true, _, _) => "leak:",
                     (false, true, true) => "turns over:",
                     (false, true, false) if site.stopped() => "stopped:",
@@ -205,6 +209,9 @@ pub(crate) fn notes(r: &RunReport) -> Vec<String> {
                 site.function
             ));
         }
+    }
+    for u in &r.suppressions {
+        out.push(u.line());
     }
     if let Some(j) = r.verdict.judged_at_cycles {
         out.push(format!("statistical verdicts as judged after {j} cycles (the last look so far)"));

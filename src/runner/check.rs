@@ -125,6 +125,14 @@ impl<L: Lifecycle> Check<'_, L> {
         self
     }
 
+    /// Known leaks to accept, each with its reason: a suppression file
+    /// ([`Suppressions`](crate::Suppressions)). Default: `leakcheck.toml` in the current
+    /// directory (the package's root under `cargo test`), when there is one.
+    pub fn suppressions(mut self, file: impl Into<PathBuf>) -> Self {
+        self.options.suppressions = Some(file.into());
+        self
+    }
+
     /// Also writes the verdict as JUnit XML to `file` (a test case per judged signal).
     pub fn junit(mut self, file: impl Into<PathBuf>) -> Self {
         self.options.junit = Some(file.into());

@@ -190,6 +190,7 @@ impl Watch<'_> {
         r.stopped = h.stopped.clone().filter(|s| !matches!(s, crate::harness::Stopped::Asked { .. }));
         r.first_leak_cycle = h.first_leak_cycle;
         r.generations = h.generations.clone();
+        r.suppressions = h.suppressions.clone();
         if let Some(heap) = self.heap {
             let growth = heap.finish(h.cycles_run, heap::cache_fill(&h.samples))?;
             r.heap_growth = growth.stacks;

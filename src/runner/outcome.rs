@@ -24,6 +24,9 @@ pub enum RunError {
     /// The fault plan does not parse, or names a point the store does not have.
     #[error("--faults: {0}")]
     Faults(#[from] FaultPlanError),
+    /// The suppression file cannot be read or is not valid (the error names its line).
+    #[error("--suppressions: {0}")]
+    Suppressions(#[from] crate::suppress::SuppressionError),
     /// The tracking depth is unknown.
     #[error("--tracking: {0}")]
     Tracking(#[from] LedgerError),

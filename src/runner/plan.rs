@@ -1,10 +1,13 @@
 //! The options checked against each other before any file is made, and turned into the
 //! harness's settings and the report's.
 
+use std::path::Path;
 use std::time::Duration;
 
 use super::outcome::invalid;
-use super::{Mode, RunError, RunOptions, DEFAULT_CHECK_CYCLES, DEFAULT_MAX_CYCLES_FACTOR, MIN_CYCLES};
+use super::{
+    Mode, RunError, RunOptions, DEFAULT_CHECK_CYCLES, DEFAULT_MAX_CYCLES_FACTOR, DEFAULT_SUPPRESSIONS, MIN_CYCLES,
+};
 use crate::fault::{FaultPlan, FaultPlanError, FAULTS_ENV};
 use crate::harness::Lifecycle;
 use crate::report::RunSettings;
@@ -18,6 +21,7 @@ pub(super) struct Plan {
     pub(super) cycles: u64,
     pub(super) max_cycles: Option<u64>,
     pub(super) sample_every: u64,
+    pub(super) suppressions: crate::Suppressions,
 }
 
 pub(super) fn validate(opts: &RunOptions) -> Result<Plan, RunError> {
@@ -72,7 +76,19 @@ pub(super) fn validate(opts: &RunOptions) -> Result<Plan, RunError> {
         super::ci::check_junit_path(path)?;
     }
     let sample_every = opts.sample_every.unwrap_or(if soak { 5 } else { 1 });
-    Ok(Plan { depth, cycles, max_cycles, sample_every })
+    let suppressions = suppressions_of(opts)?;
+    Ok(Plan { depth, cycles, max_cycles, sample_every, suppressions })
+}
+
+/// The suppressions in force: the file asked for, else [`DEFAULT_SUPPRESSIONS`] in the current
+/// directory when there is one, else none.
+fn suppressions_of(opts: &RunOptions) -> Result<crate::Suppressions, RunError> {
+    let default = Path::new(DEFAULT_SUPPRESSIONS);
+    match &opts.suppressions {
+        Some(path) => Ok(crate::Suppressions::from_path(path)?),
+        None if default.is_file() => Ok(crate::Suppressions::from_path(default)?),
+        None => Ok(crate::Suppressions::none()),
+    }
 }
 
 fn parse_plan(text: &str) -> Result<FaultPlan, FaultPlanError> {
@@ -130,6 +146,7 @@ pub(super) fn harness_config(opts: &RunOptions, plan: &Plan, faults: FaultPlan) 
         keep_records: !soak,
         handle_quiet: handle_quiet_of(opts),
         generations: opts.generations,
+        suppressions: plan.suppressions.clone(),
         ..HarnessConfig::default()
     };
     if soak {

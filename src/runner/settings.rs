@@ -64,6 +64,10 @@ impl std::str::FromStr for Annotations {
     }
 }
 
+/// The suppression file a run reads from the current directory when none is named (a
+/// project's root, where `cargo test` runs its tests).
+pub const DEFAULT_SUPPRESSIONS: &str = "leakcheck.toml";
+
 /// Cycles `check` runs when none are asked for.
 pub const DEFAULT_CHECK_CYCLES: u64 = 200;
 /// `check` goes on while the memory verdict is inconclusive up to this many times its cycles,
@@ -142,6 +146,9 @@ pub struct RunOptions {
     /// Also write the verdict as a JUnit XML file here, for CI systems that read JUnit: one test
     /// case per judged signal, a failure per leak with its places.
     pub junit: Option<PathBuf>,
+    /// Known leaks the run accepts, each with its reason ([`Suppressions`](crate::Suppressions)).
+    /// Default: [`DEFAULT_SUPPRESSIONS`] in the current directory, when there is one.
+    pub suppressions: Option<PathBuf>,
 }
 
 impl Default for RunOptions {
@@ -167,6 +174,7 @@ impl Default for RunOptions {
             profile: None,
             annotations: Annotations::Auto,
             junit: None,
+            suppressions: None,
         }
     }
 }

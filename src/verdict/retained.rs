@@ -103,7 +103,20 @@ impl RetainedSite {
     /// initialisation reached late, a first fault's path); a stack that drains keeps state and
     /// turns it over.
     pub fn recurs(&self) -> bool {
+        self.suppressed.is_none() && self.recurs_unsuppressed()
+    }
+
+    /// [`recurs`](Self::recurs), suppression aside.
+    fn recurs_unsuppressed(&self) -> bool {
         self.stacked && ((!self.drains && self.cycles_holding >= 2 && !self.stopped()) || self.growths >= 2)
+    }
+
+    /// Marks it suppressed by the suppression written at `origin`; returns whether it was a
+    /// leak (so the leaks' counts drop by it).
+    pub(crate) fn suppress(&mut self, origin: String) -> bool {
+        let was = self.recurs();
+        self.suppressed = Some(origin);
+        was
     }
 
     /// Whether it held what two or more judged cycles allocated, all early in the run and none
@@ -169,6 +182,10 @@ pub struct RetainedSite {
     /// all falling in those cycles: memory sized by the most handles open at once.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub at_handle_peaks: bool,
+    /// A known leak the run accepts: where its suppression is written (`leakcheck.toml:7`). It
+    /// does not count as a leak.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub suppressed: Option<String>,
 }
 
 /// Below this chance of a steady leak's takings all coming as early as a stack's did, the stack
@@ -284,6 +301,7 @@ pub(crate) fn sites(
             growths: g.growths,
             steady_chance: steady,
             at_handle_peaks,
+            suppressed: None,
         }
     };
     let mut out: Vec<RetainedSite> = stacked

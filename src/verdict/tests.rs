@@ -25,7 +25,14 @@ fn sample(allocated: u64, explained: Option<u64>) -> Sample {
         file_maps: Some(20),
     };
     let rocksdb = explained.map(|e| RocksDbMemory { mem_table_total_bytes: e, ..Default::default() });
-    Sample { monotonic_ns: 0, jemalloc: Some(j), process, rocksdb, bookkeeping_bytes: None }
+    Sample {
+        monotonic_ns: 0,
+        jemalloc: Some(j),
+        process,
+        rocksdb,
+        bookkeeping_bytes: None,
+        record_resident_bytes: None,
+    }
 }
 
 fn series(cycles: u64, f: impl Fn(u64) -> Sample) -> Vec<CycleSample> {

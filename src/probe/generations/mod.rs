@@ -287,6 +287,13 @@ impl Generations {
     }
 }
 
+/// Resident bytes of the record's own memory (its tables and interned stacks, mapped outside
+/// jemalloc): anonymous memory the measuring adds, which grows with the live allocations it
+/// records, a leak's included. 0 before anything was recorded.
+pub(crate) fn record_resident_bytes() -> u64 {
+    table::TABLE.resident_bytes() + table::STACK_OF.resident_bytes() + capture::resident_bytes()
+}
+
 /// Runs `f` with this thread's allocations charged to leakcheck's bookkeeping, not to the
 /// current generation: the runner's samples, the ledger's records, verdicts and reports. Frees
 /// are always charged to the generation that made the allocation. Costs two thread-local

@@ -266,6 +266,26 @@ impl Inner {
     }
 }
 
+/// Resident bytes of the `len` bytes mapped at `addr` (page-aligned), read with `mincore`. Makes
+/// no allocation (callable with a table's lock held); 0 where `mincore` fails.
+pub(crate) fn resident_of(addr: *mut libc::c_void, len: usize) -> u64 {
+    // SAFETY: sysconf has no preconditions.
+    let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096).max(1);
+    let mut pages = [0u8; 4096];
+    let (mut resident, mut offset) = (0u64, 0usize);
+    while offset < len {
+        let chunk = (len - offset).min(pages.len() * page);
+        // SAFETY: `addr..addr+len` is one mapping of this process (the caller's), `offset` is a
+        // multiple of the page size, and `pages` has a byte for each of the chunk's pages.
+        let ok = unsafe { libc::mincore(addr.cast::<u8>().add(offset).cast(), chunk, pages.as_mut_ptr()) } == 0;
+        if ok {
+            resident += pages[..chunk.div_ceil(page)].iter().filter(|p| **p & 1 == 1).count() as u64 * page as u64;
+        }
+        offset += chunk;
+    }
+    resident
+}
+
 /// `bytes` of zeroed, private memory straight from the kernel (never from `malloc`): address space
 /// only until touched (`MAP_NORESERVE`). The error is the OS's errno.
 pub(crate) fn map_zeroed(bytes: usize) -> Result<*mut libc::c_void, i32> {
@@ -378,6 +398,22 @@ impl Table {
     }
 
     /// Bytes of address space mapped for the slots.
+    /// Bytes of its slots' mappings that are resident (pages touched), all shards together.
+    pub(crate) fn resident_bytes(&self) -> u64 {
+        self.shards
+            .iter()
+            .map(|shard| {
+                shard.with(|inner| {
+                    if inner.slots.is_null() {
+                        0
+                    } else {
+                        resident_of(inner.slots.cast(), (1usize << inner.log2) * std::mem::size_of::<Slot>())
+                    }
+                })
+            })
+            .sum()
+    }
+
     pub(crate) fn mapped_bytes(&self) -> u64 {
         self.mapped_bytes.load(Ordering::Relaxed)
     }
