@@ -297,30 +297,25 @@ impl Suppressions {
         counts
     }
 
-    /// Marks the retained sites a suppression matches within its bound (bytes per judged cycle
-    /// of `r`) as suppressed; they no longer count as leaks.
-    pub(crate) fn mark_sites(&self, r: &mut crate::verdict::Retained) {
+    /// Marks the sites a suppression matches within its bound (its sites' bytes per judged
+    /// cycle, of `cycles`) as suppressed: they no longer count as leaks.
+    pub(crate) fn mark_sites(&self, sites: &mut [crate::verdict::RetainedSite], cycles: u64) {
         let Some(first) = self.entries.iter().position(|s| matches!(s.target, Target::Function(_))) else {
             return;
         };
-        let cycles = r.cycles();
         let mut per_entry = vec![Vec::new(); self.entries.len()];
-        for (k, site) in r.sites.iter().enumerate().filter(|(_, s)| s.stacked) {
+        for (k, site) in sites.iter().enumerate().filter(|(_, s)| s.stacked) {
             if let Some(i) = self.entries[first..].iter().position(|s| s.matches_stack(&site.frames)) {
                 per_entry[first + i].push(k);
             }
         }
-        for (i, sites) in per_entry.into_iter().enumerate() {
-            let bytes: i64 = sites.iter().map(|k| r.sites[*k].bytes).sum();
-            if sites.is_empty() || !self.within(i, bytes as f64, cycles) {
+        for (i, matched) in per_entry.into_iter().enumerate() {
+            let bytes: i64 = matched.iter().map(|k| sites[*k].bytes).sum();
+            if matched.is_empty() || !self.within(i, bytes as f64, cycles) {
                 continue;
             }
-            for k in sites {
-                let site = &mut r.sites[k];
-                if site.suppress(self.entries[i].origin.clone()) {
-                    r.recurring_sites = r.recurring_sites.saturating_sub(1);
-                    r.recurring_bytes -= site.bytes;
-                }
+            for k in matched {
+                sites[k].suppressed = Some(self.entries[i].origin.clone());
             }
         }
     }
@@ -341,16 +336,16 @@ impl Suppressions {
                 let (matched, total, per_cycle_of) = match &s.target {
                     Target::Handle { .. } => {
                         let total: u64 = handles[i].iter().map(|g| g.count).sum();
-                        let matched = handles[i]
-                            .iter()
-                            .map(|g| {
-                                let site = g.site.as_deref().unwrap_or("an unknown site");
-                                format!(
-                                    "{} {} handle{} created at {site}",
-                                    g.count,
-                                    g.kind,
-                                    if g.count == 1 { "" } else { "s" }
-                                )
+                        // The groups of one site (several owners) are one line.
+                        let mut by_site: BTreeMap<(String, &str), u64> = BTreeMap::new();
+                        for g in &handles[i] {
+                            let site = g.site.as_deref().unwrap_or("an unknown site");
+                            *by_site.entry((g.kind.to_string(), site)).or_default() += g.count;
+                        }
+                        let matched = by_site
+                            .into_iter()
+                            .map(|((kind, site), n)| {
+                                format!("{n} {kind} handle{} created at {site}", if n == 1 { "" } else { "s" })
                             })
                             .collect();
                         (matched, total as f64, cycles.max(1))

@@ -168,6 +168,22 @@ pub struct RunArgs {
         help = "Known leaks to accept, each with its reason (default: ./leakcheck.toml when present)"
     )]
     pub suppressions: Option<PathBuf>,
+    /// A baseline report (report.json of an earlier run): fail only on a leak it did not have,
+    /// or one larger per cycle by more than `--baseline-margin`.
+    #[arg(
+        long,
+        value_name = "REPORT",
+        help = "A baseline report.json: fail only on a leak it did not have, or one larger per cycle beyond the margin"
+    )]
+    pub baseline: Option<PathBuf>,
+    /// How much larger per cycle than the baseline's a known leak may be, as a fraction.
+    #[arg(
+        long,
+        value_name = "FRACTION",
+        default_value_t = leakcheck::report::DEFAULT_BASELINE_MARGIN,
+        help = "How much larger per cycle than the baseline's a known leak may be (a fraction)"
+    )]
+    pub baseline_margin: f64,
 }
 
 impl RunArgs {
@@ -193,6 +209,8 @@ impl RunArgs {
         o.annotations = self.annotations;
         o.junit = self.junit.clone();
         o.suppressions = self.suppressions.clone();
+        o.baseline = self.baseline.clone();
+        o.baseline_margin = self.baseline_margin;
         o.progress = !(self.json && mode == Mode::Check);
         o.interruptible = true;
         o

@@ -236,14 +236,17 @@ impl RunGenerations {
     /// size, or a rare one whose first firing came before its size was watched, shows that way
     /// before its stacks recur). Read before the store lets go of what it keeps: letting go only
     /// frees, so the end's record holds no more than this.
-    pub(crate) fn settled(&self, from: u64) -> bool {
+    /// What the stacks a suppression names hold is left out (named once each, cached).
+    pub(crate) fn settled(&self, from: u64, suppressions: &crate::Suppressions) -> bool {
         let Some((g, to)) = self.judged_record() else {
             return false;
         };
         if to + 1 < from + MIN_JUDGED_CYCLES {
             return false;
         }
-        let held = self.held(g, from, to);
+        let mut held = self.held(g, from, to);
+        let mut mask = self.suppressed_of(g, &held, suppressions).into_iter();
+        held.retain(|_| !mask.next().unwrap_or(false));
         let unstacked: std::collections::BTreeMap<u64, u64> =
             held.iter().filter(|h| h.stack.is_none()).map(|h| (h.size, h.cycle)).collect();
         if held.iter().any(|h| h.stack.is_some() && unstacked.get(&h.size).is_some_and(|&c| c != h.cycle)) {
@@ -300,22 +303,52 @@ impl RunGenerations {
             return Some(total);
         }
         let (g, _) = self.judged_record()?;
-        let mut matched = self.suppressed_stacks.borrow_mut();
-        let suppressed: i64 = self
-            .held(g, from, to)
-            .iter()
-            .filter(|h| {
-                h.stack.is_some_and(|id| {
-                    *matched.entry(id).or_insert_with(|| suppressions.matches_stack(&frames_of(g, id)))
-                })
-            })
-            .map(|h| h.size as i64)
-            .sum();
+        let held = self.held(g, from, to);
+        let mask = self.suppressed_of(g, &held, suppressions);
+        let suppressed: i64 = held.iter().zip(mask).filter(|(_, s)| *s).map(|(h, _)| h.size as i64).sum();
         Some(total - suppressed)
     }
 
+    /// What the leaks a suppression accepts hold, of everything the run's cycles allocated.
+    pub(crate) fn suppressed_held_bytes(&self, suppressions: &crate::Suppressions) -> u64 {
+        let Some(to) = self.last_judged().filter(|_| suppressions.names_functions()) else {
+            return 0;
+        };
+        match (self.held_bytes(0, to), self.held_bytes_unsuppressed(0, to, suppressions)) {
+            (Some(all), Some(rest)) => u64::try_from(all - rest).unwrap_or(0),
+            _ => 0,
+        }
+    }
+
+    /// For each of `held`, whether a suppression accepts it: blocks of a stack it names, and blocks without a
+    /// stack (allocated before their size was watched, or in a sampled size) of a size whose every
+    /// stacked block held is of such a stack. Stacks are named once each (cached).
+    fn suppressed_of(&self, g: &Generations, held: &[Held], suppressions: &crate::Suppressions) -> Vec<bool> {
+        if !suppressions.names_functions() {
+            return vec![false; held.len()];
+        }
+        let mut matched = self.suppressed_stacks.borrow_mut();
+        let mut by_stack =
+            |id: u32| *matched.entry(id).or_insert_with(|| suppressions.matches_stack(&frames_of(g, id)));
+        // Per size: whether every stacked block of it is suppressed.
+        let mut sizes: std::collections::BTreeMap<u64, bool> = std::collections::BTreeMap::new();
+        for h in held {
+            if let Some(id) = h.stack {
+                let all = sizes.entry(h.size).or_insert(true);
+                *all &= by_stack(id);
+            }
+        }
+        held.iter()
+            .map(|h| match h.stack {
+                Some(id) => by_stack(id),
+                None => sizes.get(&h.size).copied().unwrap_or(false),
+            })
+            .collect()
+    }
+
     /// What cycles `from..` (all but the youngest) still hold, when generations were recorded.
-    pub(crate) fn retained(&self, from: u64) -> Option<Retained> {
+    /// What `suppressions` accept is marked ([`Retained::with_sites_suppressed`]).
+    pub(crate) fn retained(&self, from: u64, suppressions: &crate::Suppressions) -> Option<Retained> {
         let (g, to) = self.judged_record()?;
         let from = from.min(to);
         let mut r = Retained::of(from, to, (from..=to).map(|c| (c, g.live(self.generation(Some(c))))));
@@ -323,7 +356,9 @@ impl RunGenerations {
             let held = self.held(g, from, to);
             let name = |id: u32| frames_of(g, id);
             let drains = |id: u32| g.drains(id);
-            r = generations::bookkeeping(|| r.with_sites(sites(&held, from..=to, &name, &drains, &self.peaks)));
+            r = generations::bookkeeping(|| {
+                r.with_sites_suppressed(sites(&held, from..=to, &name, &drains, &self.peaks), suppressions)
+            });
         }
         Some(r)
     }

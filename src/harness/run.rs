@@ -287,7 +287,8 @@ impl<'a> Run<'a> {
         // A leak the look found only by the counter's growth rule, where the judged cycles held
         // less than that leak would have left (what the end checks too): not decided by it.
         let warmup = self.judged_cfg.warmup_cycles as u64;
-        let refuted = look.is_some() && self.leak_refuted_by_the_record(warmup);
+        let refutation = if look.is_some() { self.leak_refuted_by_the_record(warmup) } else { None };
+        let refuted = refutation.is_some();
         if self.first_leak_cycle.is_none() {
             let judged_leak =
                 look.is_some() && !refuted && self.judged.as_ref().is_some_and(|v| v.verdict == Verdict::Leak);
@@ -312,12 +313,21 @@ impl<'a> Run<'a> {
         let decided = cfg.decide_after.is_some()
             && look.is_some()
             && self.judged.as_ref().is_some_and(|v| match v.verdict {
-                Verdict::Leak => !refuted,
+                // Every leak the counter's, refuted by the record, and the rest clean: decided
+                // clean once the record settles the bytes (the end would judge it so).
+                Verdict::Leak => match refutation {
+                    None => true,
+                    Some(rest_clean) => {
+                        rest_clean
+                            && self.c.bk.track(|| self.c.gens.settled(warmup, &self.cfg.suppressions))
+                            && !self.c.bk.track(|| self.c.gens.stop_undecided(warmup))
+                    }
+                },
                 Verdict::Clean => !self.c.bk.track(|| self.c.gens.stop_undecided(warmup)),
                 Verdict::Inconclusive => {
                     self.bytes_visible
                         && v.undecided_only_by_the_counter()
-                        && self.c.bk.track(|| self.c.gens.settled(warmup))
+                        && self.c.bk.track(|| self.c.gens.settled(warmup, &self.cfg.suppressions))
                 }
             });
         // The observer is the caller's monitoring (the runner's progress and reports), not the
@@ -393,20 +403,19 @@ impl<'a> Run<'a> {
             }
         }
         // What the generations hold once the last cycle settled; everything after is the harness's.
-        let (generations, retained) = self.c.bk.track(|| match &unavailable {
+        let (generations, retained, suppressed) = self.c.bk.track(|| match &unavailable {
             // Native allocations not visible (or treated so): the generations judge nothing either.
             Some(reason) => {
                 let notice = format!("allocation generations unused: {reason}");
-                (GenerationsReport { notice: Some(notice), ..GenerationsReport::default() }, None)
+                (GenerationsReport { notice: Some(notice), ..GenerationsReport::default() }, None, 0)
             }
-            None => {
-                let mut retained = self.c.gens.retained(warmup);
-                if let Some(r) = retained.as_mut() {
-                    self.cfg.suppressions.mark_sites(r);
-                }
-                (self.c.gens.report(MAX_GENERATIONS_LISTED), retained)
-            }
+            None => (
+                self.c.gens.report(MAX_GENERATIONS_LISTED),
+                self.c.gens.retained(warmup, &self.cfg.suppressions),
+                self.c.gens.suppressed_held_bytes(&self.cfg.suppressions),
+            ),
         });
+        verdict.allow_suppressed_bytes(suppressed);
         crate::probe::generations::bookkeeping(|| self.report(last, verdict, ledger, generations, retained))
     }
 
@@ -427,19 +436,18 @@ impl<'a> Run<'a> {
 
     /// Whether the last look's verdict is a leak only by the counter's growth rule, every such
     /// leak contradicted by what the record held where it would be ([`record_holds`]).
-    fn leak_refuted_by_the_record(&mut self, warmup: u64) -> bool {
-        let Some(judged) = self.judged.as_ref().filter(|v| v.verdict == Verdict::Leak) else {
-            return false;
-        };
+    /// `Some(rest_clean)` when refuted: whether every other judged signal is clean.
+    fn leak_refuted_by_the_record(&mut self, warmup: u64) -> Option<bool> {
+        let judged = self.judged.as_ref().filter(|v| v.verdict == Verdict::Leak)?;
         if !self.bytes_visible || !self.c.gens.recorded() {
-            return false;
+            return None;
         }
         // Naming stacks to match suppressions reads debug info the process keeps: the harness's.
         let (analysis, gens, suppressions) = (&self.analysis, &self.c.gens, &self.cfg.suppressions);
         self.c.bk.track(|| {
             let mut v = judged.clone();
             record_holds(analysis, gens, suppressions, &mut v, warmup);
-            v.leaks_refuted_by_the_record()
+            v.leaks_refuted_by_the_record().then(|| v.clean_but_for_refuted_counter_leaks())
         })
     }
 

@@ -25,14 +25,18 @@ pub(crate) fn fnv1a(bytes: &[u8]) -> u64 {
 /// assert_eq!(leakcheck::current_owner().as_deref(), Some("task 0_1 / segment 1717"));
 /// ```
 pub fn owner_scope(name: impl AsRef<str>) -> OwnerScope {
-    OWNER.with(|stack| {
-        let mut stack = stack.borrow_mut();
-        let path: Arc<str> = match stack.last() {
-            Some(parent) => format!("{parent} / {}", name.as_ref()).into(),
-            None => name.as_ref().into(),
-        };
-        stack.push(path);
-        OwnerScope { depth: stack.len(), _not_send: PhantomData }
+    // The path is leakcheck's record (the ledger's entries keep it), not the store's allocation:
+    // no cycle is charged with it, whoever keeps the handles alive.
+    crate::probe::generations::bookkeeping(|| {
+        OWNER.with(|stack| {
+            let mut stack = stack.borrow_mut();
+            let path: Arc<str> = match stack.last() {
+                Some(parent) => format!("{parent} / {}", name.as_ref()).into(),
+                None => name.as_ref().into(),
+            };
+            stack.push(path);
+            OwnerScope { depth: stack.len(), _not_send: PhantomData }
+        })
     })
 }
 

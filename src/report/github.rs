@@ -80,6 +80,13 @@ pub fn summary(report: &RunReport, root: &Path, report_dir: Option<&Path>) -> St
         let _ = writeln!(out, "### Undecided\n");
         table(&mut out, &undecided, root);
     }
+    if let Some(b) = &report.baseline {
+        let _ = writeln!(out, "### Against the baseline\n");
+        for line in b.lines() {
+            let _ = writeln!(out, "- {}", cell(&line));
+        }
+        let _ = writeln!(out);
+    }
     if !report.suppressions.is_empty() {
         let _ = writeln!(out, "### Suppressions\n");
         for u in &report.suppressions {

@@ -6,6 +6,7 @@
 //! complete report behind, never a torn one.
 
 mod axis;
+mod baseline;
 mod compare;
 mod csv;
 mod error;
@@ -22,6 +23,7 @@ pub(crate) mod text;
 pub(crate) mod words;
 pub(crate) mod write;
 
+pub use baseline::{Against, BaselineCheck, DEFAULT_BASELINE_MARGIN};
 pub use compare::{compare, CompareLimits, Comparison};
 pub(crate) use csv::SamplesFile;
 pub use csv::{parse_samples_csv, SAMPLES_COLUMNS};

@@ -234,6 +234,9 @@ pub struct RunReport {
     /// matched and its size per cycle, unused, or exceeded.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub suppressions: Vec<crate::suppress::SuppressionUse>,
+    /// The run held against a baseline report (`--baseline`): what is new, grown or known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub baseline: Option<super::BaselineCheck>,
 }
 
 impl RunReport {
@@ -265,6 +268,7 @@ impl RunReport {
             heap_growth_by_function: Vec::new(),
             generations: crate::harness::GenerationsReport::default(),
             suppressions: Vec::new(),
+            baseline: None,
         }
     }
 

@@ -22,6 +22,12 @@ pub(crate) fn table(r: &RunReport) -> String {
     heap_section(&mut out, r);
     totals(&mut out, r);
     ledger_section(&mut out, r);
+    if let Some(b) = &r.baseline {
+        let _ = writeln!(out);
+        for line in b.lines() {
+            let _ = writeln!(out, "{line}");
+        }
+    }
     for p in &r.cycles_summary.integrity_problems {
         let _ = writeln!(out, "integrity: {p}");
     }
@@ -29,7 +35,12 @@ pub(crate) fn table(r: &RunReport) -> String {
         out,
         "\nverdict: {}{}",
         r.verdict.verdict,
-        if r.verdict.verdict == Verdict::Inconclusive { " (run more cycles)" } else { "" }
+        match (r.verdict.verdict, r.baseline.as_ref().map(|b| b.passes())) {
+            (Verdict::Inconclusive, _) => " (run more cycles)",
+            (Verdict::Leak, Some(true)) => " (none beyond the baseline: passes)",
+            (Verdict::Leak, Some(false)) => " (beyond the baseline)",
+            _ => "",
+        }
     );
     out
 }

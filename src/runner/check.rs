@@ -133,6 +133,16 @@ impl<L: Lifecycle> Check<'_, L> {
         self
     }
 
+    /// Holds the run against a baseline report (report.json of an earlier run): it then fails
+    /// only on a leak the baseline did not have, or one larger per cycle by more than `margin`
+    /// (a fraction; [`DEFAULT_BASELINE_MARGIN`](crate::report::DEFAULT_BASELINE_MARGIN) is a
+    /// quarter). See [`RunOutcome::passes_baseline`].
+    pub fn baseline(mut self, report: impl Into<PathBuf>, margin: f64) -> Self {
+        self.options.baseline = Some(report.into());
+        self.options.baseline_margin = margin;
+        self
+    }
+
     /// Also writes the verdict as JUnit XML to `file` (a test case per judged signal).
     pub fn junit(mut self, file: impl Into<PathBuf>) -> Self {
         self.options.junit = Some(file.into());

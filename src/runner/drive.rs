@@ -75,6 +75,7 @@ pub(super) fn drive<L: Lifecycle>(
     let total = (plan.cycles != u64::MAX).then_some(plan.cycles);
     let mut watch = Watch {
         opts,
+        baseline: plan.baseline.as_ref(),
         ledger,
         settings,
         progress: Progress::new(total, !opts.progress),
@@ -99,6 +100,7 @@ pub(super) fn drive<L: Lifecycle>(
 /// heap profile, and why the run stopped early.
 struct Watch<'a> {
     opts: &'a RunOptions,
+    baseline: Option<&'a (RunReport, String)>,
     ledger: &'a Ledger,
     settings: RunSettings,
     progress: Progress,
@@ -191,6 +193,8 @@ impl Watch<'_> {
         r.first_leak_cycle = h.first_leak_cycle;
         r.generations = h.generations.clone();
         r.suppressions = h.suppressions.clone();
+        r.baseline =
+            self.baseline.map(|(base, file)| report::BaselineCheck::of(&r, base, file, self.opts.baseline_margin));
         if let Some(heap) = self.heap {
             let growth = heap.finish(h.cycles_run, heap::cache_fill(&h.samples))?;
             r.heap_growth = growth.stacks;

@@ -90,7 +90,17 @@ impl RunOutcome {
     /// The process exit code of the verdict: 0 clean, 1 leak, 3 inconclusive (2 is a usage
     /// or environment error, [`RunError`]).
     pub fn exit_code(&self) -> u8 {
+        if self.passes_baseline() {
+            return 0;
+        }
         exit_code(self.report.verdict.verdict)
+    }
+
+    /// Whether the run leaked only what its baseline report did, no more per cycle beyond the
+    /// margin ([`RunOptions::baseline`](super::RunOptions::baseline)); false without a baseline.
+    /// An inconclusive run does not pass: it decided nothing.
+    pub fn passes_baseline(&self) -> bool {
+        self.report.verdict.verdict == Verdict::Leak && self.report.baseline.as_ref().is_some_and(|b| b.passes())
     }
 
     /// The verdict table `leakcheck check` prints: header, cycles, one line per signal, leak
@@ -116,14 +126,15 @@ impl RunOutcome {
         serde_json::to_string_pretty(&self.report).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
     }
 
-    /// Panics unless the verdict is clean, with the verdict table (and in it the ledger's
+    /// Panics unless the verdict is clean (or, with a baseline, leaks nothing the baseline did
+    /// not), with what leaked and where first, then the verdict table (and in it the ledger's
     /// retained-handle table) as the message.
     ///
     /// # Panics
-    /// When the verdict is leak or inconclusive.
+    /// When the verdict is leak (a new one, with a baseline) or inconclusive.
     #[track_caller]
     pub fn assert_clean(&self) {
-        if self.report.verdict.verdict != Verdict::Clean {
+        if self.report.verdict.verdict != Verdict::Clean && !self.passes_baseline() {
             let first = self.report.findings().into_iter().next().map_or(String::new(), |f| format!(": {}", f.message));
             panic!("leakcheck: the store is not clean ({}){first}\n\n{}", self.report.verdict.verdict, self.table());
         }

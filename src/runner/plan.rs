@@ -22,6 +22,8 @@ pub(super) struct Plan {
     pub(super) max_cycles: Option<u64>,
     pub(super) sample_every: u64,
     pub(super) suppressions: crate::Suppressions,
+    /// The baseline report and its path, when one was given.
+    pub(super) baseline: Option<(crate::report::RunReport, String)>,
 }
 
 pub(super) fn validate(opts: &RunOptions) -> Result<Plan, RunError> {
@@ -77,7 +79,18 @@ pub(super) fn validate(opts: &RunOptions) -> Result<Plan, RunError> {
     }
     let sample_every = opts.sample_every.unwrap_or(if soak { 5 } else { 1 });
     let suppressions = suppressions_of(opts)?;
-    Ok(Plan { depth, cycles, max_cycles, sample_every, suppressions })
+    if !(opts.baseline_margin.is_finite() && opts.baseline_margin >= 0.0) {
+        return Err(invalid("--baseline-margin", format!("{}: a fraction of zero or more", opts.baseline_margin)));
+    }
+    let baseline = match &opts.baseline {
+        Some(path) => {
+            let report = crate::report::read(path)
+                .map_err(|source| RunError::Report { context: format!("--baseline {}", path.display()), source })?;
+            Some((report, path.display().to_string()))
+        }
+        None => None,
+    };
+    Ok(Plan { depth, cycles, max_cycles, sample_every, suppressions, baseline })
 }
 
 /// The suppressions in force: the file asked for, else [`DEFAULT_SUPPRESSIONS`] in the current

@@ -149,6 +149,12 @@ pub struct RunOptions {
     /// Known leaks the run accepts, each with its reason ([`Suppressions`](crate::Suppressions)).
     /// Default: [`DEFAULT_SUPPRESSIONS`] in the current directory, when there is one.
     pub suppressions: Option<PathBuf>,
+    /// A baseline report (report.json of an earlier run): the run then fails only on a leak the
+    /// baseline did not have, or one larger per cycle by more than `baseline_margin`.
+    pub baseline: Option<PathBuf>,
+    /// How much larger per cycle than the baseline's a known leak may be (a fraction; default
+    /// [`DEFAULT_BASELINE_MARGIN`](crate::report::DEFAULT_BASELINE_MARGIN)).
+    pub baseline_margin: f64,
 }
 
 impl Default for RunOptions {
@@ -175,6 +181,8 @@ impl Default for RunOptions {
             annotations: Annotations::Auto,
             junit: None,
             suppressions: None,
+            baseline: None,
+            baseline_margin: crate::report::DEFAULT_BASELINE_MARGIN,
         }
     }
 }

@@ -390,6 +390,10 @@ pub struct BaselineReturn {
     /// `LIVE_FILE_BYTES` each (the store's data, not a leak of its lifecycle).
     #[serde(default)]
     pub data_allowance_bytes: u64,
+    /// Allowed on top of it: what the leaks a suppression accepts hold (the record's blocks of the
+    /// stacks it names), known and accepted.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub suppressed_bytes: u64,
     /// Final minus baseline fds under the store directory (must be 0).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fds_under_dir_delta: Option<i64>,
@@ -414,27 +418,44 @@ impl BaselineReturn {
         } else {
             None
         };
-        let judged_bytes = unexplained_delta_bytes.or(allocated_delta_bytes);
         let fds_under_dir_delta = delta(b.process.open_fds_under_dir, l.process.open_fds_under_dir);
         let maps_under_dir_delta = delta(b.process.maps_under_dir, l.process.maps_under_dir);
         let files = |s: &Sample| s.rocksdb.map_or(0, |m| m.live_sst_files);
         let data_allowance_bytes = (files(l).saturating_sub(files(b)) as f64 * crate::probe::LIVE_FILE_BYTES) as u64;
-        let allowed = tolerance_bytes.saturating_add(data_allowance_bytes);
-        let ok = judged_bytes.is_none_or(|d| d <= allowed as i64)
-            && fds_under_dir_delta.is_none_or(|d| d == 0)
-            && maps_under_dir_delta.is_none_or(|d| d == 0);
-        BaselineReturn {
-            verdict: if ok { Verdict::Clean } else { Verdict::Leak },
+        let mut r = BaselineReturn {
+            verdict: Verdict::Clean,
             allocated_delta_bytes,
             unexplained_delta_bytes,
             tolerance_bytes,
             data_allowance_bytes,
+            suppressed_bytes: 0,
             fds_under_dir_delta,
             maps_under_dir_delta,
             fds_delta: delta(b.process.open_fds, l.process.open_fds),
             threads_delta: delta(b.process.threads, l.process.threads),
+        };
+        r.verdict = r.judged();
+        r
+    }
+
+    /// Clean when the judged bytes are within the tolerance and the allowances, and nothing is
+    /// left open or mapped under the store's directory.
+    fn judged(&self) -> Verdict {
+        let allowed =
+            self.tolerance_bytes.saturating_add(self.data_allowance_bytes).saturating_add(self.suppressed_bytes);
+        let ok = self.unexplained_delta_bytes.or(self.allocated_delta_bytes).is_none_or(|d| d <= allowed as i64)
+            && self.fds_under_dir_delta.is_none_or(|d| d == 0)
+            && self.maps_under_dir_delta.is_none_or(|d| d == 0);
+        if ok {
+            Verdict::Clean
+        } else {
+            Verdict::Leak
         }
     }
+}
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
 }
 
 /// The verdict on a whole run: every signal's, the leak rate and the return to baseline.
@@ -547,6 +568,28 @@ impl RunVerdict {
         leaks.peek().is_some()
             && leaks.all(contradicted_counter)
             && self.baseline_return.as_ref().is_none_or(|b| b.verdict != Verdict::Leak)
+    }
+
+    /// Whether every judged signal but the counter's leaks the record contradicts is clean (a
+    /// corroborating signal's noise aside, as [`aggregate`] counts it).
+    pub(crate) fn clean_but_for_refuted_counter_leaks(&self) -> bool {
+        aggregate_of(self.signals.iter().filter(|s| !s.informational && !contradicted_counter(s))) == Verdict::Clean
+    }
+
+    /// Allows, in the return to baseline, the bytes the leaks a suppression accepts hold, and
+    /// judges the run again.
+    pub(crate) fn allow_suppressed_bytes(&mut self, bytes: u64) {
+        let Some(b) = self.baseline_return.as_mut().filter(|_| bytes > 0) else {
+            return;
+        };
+        b.suppressed_bytes = bytes;
+        b.verdict = b.judged();
+        let b = b.verdict;
+        let mut verdict = aggregate(&self.signals).worst(b);
+        if self.bytes_unavailable.is_some() {
+            verdict = verdict.worst(Verdict::Inconclusive);
+        }
+        self.verdict = verdict;
     }
 
     /// Marks the byte signals unavailable for `reason` (native allocations do not show in

@@ -111,14 +111,6 @@ impl RetainedSite {
         self.stacked && ((!self.drains && self.cycles_holding >= 2 && !self.stopped()) || self.growths >= 2)
     }
 
-    /// Marks it suppressed by the suppression written at `origin`; returns whether it was a
-    /// leak (so the leaks' counts drop by it).
-    pub(crate) fn suppress(&mut self, origin: String) -> bool {
-        let was = self.recurs();
-        self.suppressed = Some(origin);
-        was
-    }
-
     /// Whether it held what two or more judged cycles allocated, all early in the run and none
     /// from the many since, or all in cycles that raised a handle high-water mark
     /// ([`at_handle_peaks`](Self::at_handle_peaks)), for a chance below `STOPPED_ALPHA`: a
@@ -369,7 +361,20 @@ impl Retained {
     }
 
     /// Sets the sites (from [`sites`]): counts the recurring ones, keeps [`MAX_SITES`].
-    pub(crate) fn with_sites(mut self, mut all: Vec<RetainedSite>) -> Retained {
+    #[cfg(test)]
+    pub(crate) fn with_sites(self, all: Vec<RetainedSite>) -> Retained {
+        self.with_sites_suppressed(all, &crate::Suppressions::none())
+    }
+
+    /// [`with_sites`](Self::with_sites), with the sites `suppressions` accept marked first (all
+    /// of them, listed or not), and the leaks that remain listed before them.
+    pub(crate) fn with_sites_suppressed(
+        mut self,
+        mut all: Vec<RetainedSite>,
+        suppressions: &crate::Suppressions,
+    ) -> Retained {
+        suppressions.mark_sites(&mut all, self.cycles());
+        all.sort_by_key(|s| !s.recurs());
         let recurring = all.iter().filter(|s| s.recurs());
         self.recurring_sites = recurring.clone().count() as u64;
         self.recurring_bytes = recurring.map(|s| s.bytes).sum();

@@ -7,6 +7,7 @@ pub const BIN: &str = env!("CARGO_BIN_EXE_leakcheck");
 
 /// Runs `leakcheck ARGS` to its end, with none of the environment that would plant faults or
 /// change what the ledger tracks.
+#[allow(dead_code)] // not every test file runs it so
 pub fn leakcheck(args: &[&str]) -> Output {
     Command::new(BIN)
         .args(args)
