@@ -261,6 +261,9 @@ pub struct PathOutcome {
     pub first_error: Option<String>,
     /// The write-up, when the path is a known finding on this release.
     pub known: Option<String>,
+    /// How each suppression was used, when the path ran with a suppression file.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub suppressions: Vec<leakcheck::suppress::SuppressionUse>,
 }
 
 impl PathOutcome {
@@ -336,6 +339,18 @@ impl Lifecycle for PathStore {
 /// When the scratch directory cannot be made or the check cannot run (for example, native
 /// allocations are not visible to jemalloc: the error says what to enable).
 pub fn run_path(path: &'static SweepPath) -> Result<PathOutcome, SweepError> {
+    run_path_suppressed(path, None)
+}
+
+/// [`run_path`] with the known leaks of a suppression file accepted (`rust-rocksdb-0.25.toml`
+/// beside this crate lists the locked release's): a path whose leak the file names is clean.
+///
+/// # Errors
+/// As [`run_path`]; also a suppression file that cannot be read.
+pub fn run_path_suppressed(
+    path: &'static SweepPath,
+    suppressions: Option<&std::path::Path>,
+) -> Result<PathOutcome, SweepError> {
     // The sweep is its bytes: without them every path would come out inconclusive.
     leakcheck::probe::check_malloc_coverage().map_err(SweepError::Coverage)?;
     let scratch = tempfile::Builder::new()
@@ -344,12 +359,11 @@ pub fn run_path(path: &'static SweepPath) -> Result<PathOutcome, SweepError> {
         .map_err(|source| SweepError::Io { what: "temporary directory", source })?;
     let ledger = Ledger::new();
     let mut store = PathStore { path, dir: scratch.path().to_path_buf(), failed_cycles: 0, first_error: None };
-    let outcome = leakcheck::check(&mut store, &ledger)
-        .cycles(CYCLES)
-        .max_cycles(MAX_CYCLES)
-        .faults("none")
-        .run()
-        .map_err(|e| SweepError::Run { path: path.name.to_string(), message: e.to_string() })?;
+    let mut check = leakcheck::check(&mut store, &ledger).cycles(CYCLES).max_cycles(MAX_CYCLES).faults("none");
+    if let Some(file) = suppressions {
+        check = check.suppressions(file);
+    }
+    let outcome = check.run().map_err(|e| SweepError::Run { path: path.name.to_string(), message: e.to_string() })?;
     let r = &outcome.report;
     let calls = f64::from(path.calls_per_cycle);
     let bytes_per_call = r
@@ -366,6 +380,7 @@ pub fn run_path(path: &'static SweepPath) -> Result<PathOutcome, SweepError> {
         failed_cycles: store.failed_cycles,
         first_error: store.first_error.clone(),
         known: finding(path.name).map(|f| f.write_up.to_string()),
+        suppressions: r.suppressions.clone(),
     })
 }
 
