@@ -178,7 +178,7 @@ impl Suppressions {
             |line: usize, problem: String| SuppressionError::Invalid { origin: origin.to_string(), line, problem };
         let file: File = toml::from_str(text).map_err(|e| {
             let line = e.span().map_or(1, |s| line_of(s.start));
-            invalid(line, e.message().trim().to_string())
+            invalid(line, e.message().trim().replace('\n', "; "))
         })?;
         let mut entries = Vec::with_capacity(file.suppress.len());
         for spanned in file.suppress {

@@ -193,6 +193,9 @@ fn bad_input_is_one_line_exit_2_and_leaves_no_files() {
     std::fs::write(&not_json, "not json").expect("file");
     let fresh = dir.path().join("never-created");
     let fresh_s = fresh.to_str().expect("utf-8");
+    let junit_under_file = under_file.join("junit.xml").display().to_string();
+    let dir_s = dir.path().to_str().expect("utf-8");
+    let missing_toml = dir.path().join("no-such.toml").display().to_string();
     let cases: Vec<Vec<&str>> = vec![
         vec!["chek"],
         vec!["check", "--bogus"],
@@ -217,6 +220,13 @@ fn bad_input_is_one_line_exit_2_and_leaves_no_files() {
         vec!["compare", not_json.to_str().expect("utf-8"), not_json.to_str().expect("utf-8")],
         vec!["compare", fresh_s, fresh_s],
         vec!["mutants", "--cycles", "3"],
+        vec!["check", "--annotations", "gitlab", "--report", fresh_s],
+        vec!["check", "--junit", junit_under_file.as_str(), "--report", fresh_s],
+        vec!["check", "--junit", dir_s, "--report", fresh_s],
+        vec!["check", "--suppressions", missing_toml.as_str(), "--report", fresh_s],
+        vec!["check", "--suppressions", not_json.to_str().expect("utf-8"), "--report", fresh_s],
+        vec!["check", "--baseline", not_json.to_str().expect("utf-8"), "--report", fresh_s],
+        vec!["check", "--baseline-margin", "-1", "--report", fresh_s],
     ];
     for args in cases {
         let out = leakcheck(&args);

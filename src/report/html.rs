@@ -235,13 +235,20 @@ pub(crate) fn report_html(r: &RunReport, plots: &[Plot], flame: Option<&str>) ->
 
 fn verdict_section(page: &mut Page, r: &RunReport) {
     page.section("summary", "Verdict");
-    let leaking: Vec<String> = r.verdict.leaking_signals().iter().map(|s| s.to_string()).collect();
-    let headline = match r.verdict.verdict {
-        Verdict::Leak => format!("Leak, found by {}.", leaking.join(", ")),
-        Verdict::Clean => "Clean: no signal found a leak.".to_string(),
-        Verdict::Inconclusive => "Inconclusive: run more cycles.".to_string(),
+    // What leaked and where first: the findings with a place (a creating line, a stack) lead, the
+    // signals that only counted come after them.
+    let leaks: Vec<_> = r.findings().into_iter().filter(|f| f.verdict == Verdict::Leak).collect();
+    let headline = match (r.verdict.verdict, leaks.first()) {
+        (Verdict::Leak, Some(f)) => format!("Leak: {}: {}", f.signal, f.message),
+        (Verdict::Leak, None) => "Leak.".to_string(),
+        (Verdict::Clean, _) => "Clean: no signal found a leak.".to_string(),
+        (Verdict::Inconclusive, _) => "Inconclusive: run more cycles.".to_string(),
     };
     let _ = writeln!(page.out, "<p id=\"headline\"><strong>{}</strong></p>", esc(&headline));
+    if leaks.len() > 1 {
+        let what: Vec<String> = leaks.iter().skip(1).map(|f| format!("{}: {}", f.signal, f.message)).collect();
+        page.lines(&what);
+    }
     let mut lines = words::notes(r);
     lines.extend(words::totals_lines(r));
     page.lines(&lines);

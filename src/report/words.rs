@@ -58,7 +58,15 @@ pub(crate) fn signal_cells(e: &crate::SignalVerdict) -> [String; 3] {
             });
             (fmt_num(Some(est.value), e.class()), detail)
         }
-        (RuleKind::Exact, _) => ("-".to_string(), format!("residue {}", fmt_num(e.residue.map(|r| r.max), e.class()))),
+        // A residue of handles, files or maps is a count: a whole number.
+        (RuleKind::Exact, _) => {
+            let residue = e.residue.map(|r| r.max);
+            let shown = match (residue, e.class()) {
+                (Some(v), c) if c != Class::Bytes => format!("{v:.0}"),
+                (v, c) => fmt_num(v, c),
+            };
+            ("-".to_string(), format!("residue {shown}"))
+        }
         (RuleKind::Statistical, Some(est)) => (
             fmt_num(Some(est.value), e.class()),
             format!("[{}, {}]", fmt_num(Some(est.lower), e.class()), fmt_num(Some(est.upper), e.class())),
