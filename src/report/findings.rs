@@ -98,25 +98,30 @@ impl RunReport {
                 .is_some_and(crate::suppress::SuppressionUse::applies)
         };
         groups.retain(|g| !accepted(g));
+        // One finding per kind and creating line, whatever the owners: a line is what gets fixed.
+        let mut by_line: Vec<(String, Option<&str>, Vec<&crate::ledger::HandleGroup>)> = Vec::new();
         for g in groups {
-            let owner = g.owner.as_deref().map_or(String::new(), |o| format!(" (owner {o})"));
-            let site = g.site.as_deref().unwrap_or("an unknown site (tracking depth counts)");
-            let kept = if g.wrapper_dropped && !g.held_by.is_empty() {
-                format!("; its wrapper is gone, kept alive by {}", g.held_by.join(", "))
-            } else {
-                String::new()
-            };
+            let kind = g.kind.to_string();
+            match by_line.iter_mut().find(|(k, site, _)| *k == kind && *site == g.site.as_deref()) {
+                Some((_, _, all)) => all.push(g),
+                None => by_line.push((kind, g.site.as_deref(), vec![g])),
+            }
+        }
+        by_line.sort_by_key(|(_, _, all)| std::cmp::Reverse(all.iter().map(|g| g.count).sum::<u64>()));
+        for (kind, site, all) in by_line {
+            let count: u64 = all.iter().map(|g| g.count).sum();
             out.push(Finding {
-                signal: format!("live_handles.{}", g.kind),
+                signal: format!("live_handles.{kind}"),
                 verdict: Verdict::Leak,
                 message: format!(
-                    "{} {} handle{} retained, created at {site}{owner}{kept}",
-                    g.count,
-                    g.kind,
-                    if g.count == 1 { "" } else { "s" }
+                    "{count} {kind} handle{} retained, created at {}{}{}",
+                    if count == 1 { "" } else { "s" },
+                    site.unwrap_or("an unknown site (tracking depth counts)"),
+                    owners(&all),
+                    kept_by(&all)
                 ),
-                place: g.site.as_deref().and_then(Place::parse),
-                per_cycle: Some(g.count as f64 / cycles),
+                place: site.and_then(Place::parse),
+                per_cycle: Some(count as f64 / cycles),
                 frames: Vec::new(),
             });
         }
@@ -209,6 +214,31 @@ impl RunReport {
 /// A signal's name in reports.
 fn v_name(s: Signal) -> String {
     crate::signal::SignalId::from(s).to_string()
+}
+
+/// ` (owner task 0_0 / segment 0)`, ` (owners a, b, c and 2 more)`, or nothing without owners.
+fn owners(groups: &[&crate::ledger::HandleGroup]) -> String {
+    const LISTED: usize = 3;
+    let mut names: Vec<&str> = groups.iter().filter_map(|g| g.owner.as_deref()).collect();
+    names.sort_unstable();
+    names.dedup();
+    match names.len() {
+        0 => String::new(),
+        1 => format!(" (owner {})", names[0]),
+        n if n <= LISTED => format!(" (owners {})", names.join(", ")),
+        n => format!(" (owners {} and {} more)", names[..LISTED].join(", "), n - LISTED),
+    }
+}
+
+/// `; its wrapper is gone, kept alive by ..` for groups only holders keep alive.
+fn kept_by(groups: &[&crate::ledger::HandleGroup]) -> String {
+    let holders: Vec<&str> =
+        groups.iter().filter(|g| g.wrapper_dropped).flat_map(|g| g.held_by.iter().map(String::as_str)).collect();
+    if holders.is_empty() {
+        String::new()
+    } else {
+        format!("; its wrapper is gone, kept alive by {}", holders.join(", "))
+    }
 }
 
 /// A judged (not informational) leak verdict.
