@@ -243,7 +243,8 @@ fn bad_input_is_one_line_exit_2_and_leaves_no_files() {
 
 fn spawn_soak(report_dir: &Path) -> Child {
     Command::new(BIN)
-        .args(["soak", "--duration", "10m", "--report-every", "2", "--report"])
+        // A sample every cycle: the plots need 5 (soak's default takes one every 5 cycles).
+        .args(["soak", "--duration", "10m", "--report-every", "2", "--sample-every", "1", "--report"])
         .arg(report_dir)
         .args(SMALL)
         .env_remove("LEAKCHECK_FAULTS")

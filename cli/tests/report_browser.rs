@@ -206,7 +206,8 @@ fn report_pages_open_offline_in_chromium_and_show_the_run() {
 
     // A soak, killed with SIGKILL once it has rewritten its report a few times.
     let mut soak = Command::new(BIN)
-        .args(["soak", "--duration", "10m", "--report-every", "2", "--report"])
+        // A sample every cycle: the plots need 5 (soak's default takes one every 5 cycles).
+        .args(["soak", "--duration", "10m", "--report-every", "2", "--sample-every", "1", "--report"])
         .arg(&killed_dir)
         .args(SMALL)
         .env_remove("LEAKCHECK_FAULTS")
@@ -223,7 +224,11 @@ fn report_pages_open_offline_in_chromium_and_show_the_run() {
     soak.kill().expect("SIGKILL");
     soak.wait().expect("reaped");
 
-    let leak = run_check(&leak_dir, &["--plant", "offsets-options-tracked", "--cycles", "40", "--max-cycles", "40"]);
+    // Every cycle run (an exact leak stops a check at its first cycle), so that there is a plot.
+    let leak = run_check(
+        &leak_dir,
+        &["--plant", "offsets-options-tracked", "--cycles", "40", "--max-cycles", "40", "--all-cycles"],
+    );
     assert_eq!(leak.verdict.verdict, Verdict::Leak);
     let site = leak.ledger.retained.first().and_then(|g| g.site.clone()).expect("a retained handle with its site");
     let clean = run_check(&clean_dir, &[]);

@@ -155,7 +155,16 @@ impl Page {
     }
 
     /// The plots' SVG (escaped where it was drawn), each in its box for the hover script.
-    fn plots(&mut self, plots: &[Plot]) {
+    fn plots(&mut self, plots: &[Plot], samples: u64) {
+        if plots.is_empty() {
+            let text = format!(
+                "Not plotted: {samples} sample{} (the plots need {} or more).",
+                if samples == 1 { "" } else { "s" },
+                super::plot::MIN_PLOT_POINTS
+            );
+            self.para("note", &text);
+            return;
+        }
         self.para("note", "Hover over a panel for the values at a cycle.");
         for p in plots {
             let _ = writeln!(self.out, "<div class=\"plot\" data-file=\"{}\">", esc(&p.file_name));
@@ -208,7 +217,7 @@ fn status(r: &RunReport) -> String {
 
 /// The page of one run: `plots` are its plots' SVG (as written beside it); `flame` the heap
 /// growth's flame graph when profiled.
-pub(crate) fn report_html(r: &RunReport, plots: &[Plot], flame: Option<&str>) -> String {
+pub(crate) fn report_html(r: &RunReport, plots: &[Plot], flame: Option<&str>, samples: usize) -> String {
     let s = &r.settings;
     let mut page = Page::new(&format!("leakcheck {}: {} ({})", s.command, r.verdict.verdict, s.store_info()));
     let _ = writeln!(
@@ -224,7 +233,7 @@ pub(crate) fn report_html(r: &RunReport, plots: &[Plot], flame: Option<&str>) ->
     signal_table(&mut page, r);
     page.para("note", words::SIGNAL_TABLE_NOTE);
     page.section("plots", "Plots");
-    page.plots(plots);
+    page.plots(plots, samples as u64);
     handles_section(&mut page, r);
     faults_section(&mut page, r);
     integrity_section(&mut page, r);
@@ -588,7 +597,7 @@ pub(crate) fn compare_html(
     page.table("side-by-side", &["", "old", "new"], &rows);
     page.section("plots", "Both runs");
     page.lines(notes);
-    page.plots(plots);
+    page.plots(plots, u64::MAX);
     page.section("signals", "Signals, old and new");
     let rows: Vec<Row> = new
         .verdict

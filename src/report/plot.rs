@@ -271,7 +271,14 @@ fn svg_start(panels: u32, title: &str) -> String {
 
 /// Draws the report's plots: one SVG with four panels (bytes with the fitted slope, resident
 /// memory, retained handles per kind, open files and maps).
+/// Samples below which a run is not plotted: a handful of points draws nothing a reader can
+/// read (a check stopped at its first cycle by an exact leak), and the page says so instead.
+pub(crate) const MIN_PLOT_POINTS: usize = 5;
+
 pub(super) fn plot_svgs(report: &RunReport, samples: &[CycleSample]) -> Vec<Plot> {
+    if samples.len() < MIN_PLOT_POINTS {
+        return Vec::new();
+    }
     let title =
         format!("leakcheck {}: {} after {} cycles", report.settings.command, report.verdict.verdict, report.cycles_run);
     let mut out = svg_start(4, &title);

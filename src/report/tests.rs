@@ -317,3 +317,24 @@ fn junit_has_a_case_per_judged_signal_and_a_failure_per_leak() {
         failures.iter().find(|(_, _, a)| a["message"].contains("Options handle")).expect("the handle's failure");
     assert!(handle.2["message"].contains(&format!("src/report/tests.rs:{line}")), "{:?}", handle.2);
 }
+
+#[test]
+fn a_run_of_a_few_samples_is_not_plotted_and_the_page_says_so() {
+    let samples: Vec<CycleSample> = (0..3).map(sample).collect();
+    let verdict = analyze(&samples, None, None, &AnalysisConfig::default());
+    let report = RunReport::new(
+        RunSettings::default(),
+        verdict,
+        CycleSummary::default(),
+        crate::Ledger::new().report(),
+        3,
+        0.1,
+        true,
+    );
+    let dir = tempfile::tempdir().expect("tempdir");
+    write::write_dir(dir.path(), &report, &samples).expect("write");
+    assert!(!dir.path().join("plot.svg").exists(), "no empty plot");
+    let page = fs::read_to_string(dir.path().join(HTML_FILE)).expect("page");
+    assert!(page.contains("Not plotted: 3 samples (the plots need 5 or more)."), "the page says why");
+    assert!(!page.contains("data-plot="), "no panel");
+}

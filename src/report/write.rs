@@ -83,7 +83,7 @@ pub(crate) fn write_views(dir: &Path, report: &RunReport, samples: &[CycleSample
         Some(Err(source)) => return Err(ReportError::Io { path: flame_path, source }),
         None => None,
     };
-    write_atomic(&dir.join(HTML_FILE), html::report_html(report, &plots, flame.as_deref()).as_bytes())?;
+    write_atomic(&dir.join(HTML_FILE), html::report_html(report, &plots, flame.as_deref(), samples.len()).as_bytes())?;
     Ok(plots)
 }
 
