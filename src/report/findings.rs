@@ -128,28 +128,42 @@ impl RunReport {
         if let Some(v) = self.signal(Signal::RetainedBytes).filter(|v| judged_leak(v)) {
             if let Some(r) = &v.retained {
                 let judged = r.cycles().max(1) as f64;
-                let mut sites: Vec<_> = r.sites.iter().filter(|s| s.recurs()).collect();
-                sites.sort_by_key(|s| std::cmp::Reverse(s.bytes));
-                for s in sites {
+                // One finding per place in the user's code (the first frame of theirs, else the
+                // innermost): the stacks through one line are one thing to fix.
+                let mut by_place: Vec<(&str, Vec<&crate::verdict::RetainedSite>)> = Vec::new();
+                for s in r.sites.iter().filter(|s| s.recurs()) {
                     let own = crate::probe::stacks::own_frame(&s.frames);
-                    let at = own.or((!s.frames.is_empty()).then_some(0)).map(|i| s.frames[i].as_str());
-                    let per_cycle = s.bytes as f64 / judged;
+                    let at = own.or((!s.frames.is_empty()).then_some(0)).map_or(s.function.as_str(), |i| &s.frames[i]);
+                    match by_place.iter_mut().find(|(p, _)| *p == at) {
+                        Some((_, all)) => all.push(s),
+                        None => by_place.push((at, vec![s])),
+                    }
+                }
+                by_place.sort_by_key(|(_, all)| std::cmp::Reverse(all.iter().map(|s| s.bytes).sum::<i64>()));
+                for (at, all) in by_place {
+                    let bytes: i64 = all.iter().map(|s| s.bytes).sum();
+                    let allocations: i64 = all.iter().map(|s| s.allocations).sum();
+                    let cycles_holding = all.iter().map(|s| s.cycles_holding).max().unwrap_or(0);
+                    let stacks = match all.len() {
+                        1 => String::new(),
+                        n => format!(", {n} stacks"),
+                    };
+                    let per_cycle = bytes as f64 / judged;
                     out.push(Finding {
                         signal: v.signal.to_string(),
                         verdict: Verdict::Leak,
                         message: format!(
-                            "retained_bytes: {} per cycle ({} in {} allocations from {} of cycles {}-{}), allocated in {}",
+                            "retained_bytes: {} per cycle ({} in {allocations} allocations from {cycles_holding} of cycles \
+                             {}-{}{stacks}), allocated in {at}",
                             super::words::rate(per_cycle),
-                            human_bytes(s.bytes as f64),
-                            s.allocations,
-                            s.cycles_holding,
+                            human_bytes(bytes as f64),
                             r.from_cycle,
                             r.to_cycle,
-                            at.unwrap_or(&s.function)
                         ),
-                        place: at.and_then(Place::parse),
+                        place: Place::parse(at),
                         per_cycle: Some(per_cycle),
-                        frames: s.frames.clone(),
+                        // The largest stack's frames.
+                        frames: all.iter().max_by_key(|s| s.bytes).map(|s| s.frames.clone()).unwrap_or_default(),
                     });
                 }
             }
