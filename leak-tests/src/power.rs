@@ -88,7 +88,8 @@ pub fn curve(runs: usize, max_cycles: u64, seed: u64) -> Vec<PowerRow> {
                     cycles.push(at);
                 }
                 Verdict::Clean => clean += 1,
-                Verdict::Inconclusive => {}
+                // A run's verdict is never `NotMeasured`; counted as undecided if it were.
+                Verdict::Inconclusive | Verdict::NotMeasured => {}
             }
         }
         cycles.sort_unstable();

@@ -323,7 +323,8 @@ pub fn false_positives(scenario: Scenario, dir: &Path, runs: u32, cycles: u64) -
         let found = run_scenario(scenario, &dir.join(format!("clean-{i}")), 0, cycles, StopAt::Never)?;
         match found.verdict {
             Verdict::Leak => fp.false_positives += 1,
-            Verdict::Inconclusive => fp.inconclusive += 1,
+            // A run's verdict is never `NotMeasured`; counted as undecided if it were.
+            Verdict::Inconclusive | Verdict::NotMeasured => fp.inconclusive += 1,
             Verdict::Clean => {}
         }
     }

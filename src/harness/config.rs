@@ -148,6 +148,14 @@ pub enum HarnessError {
     /// The store's data directory cannot be watched.
     #[error(transparent)]
     Probe(#[from] ProbeError),
+    /// The store's data directory did not exist and could not be made.
+    #[error("cannot make the store's data directory {}: {source}", path.display())]
+    DataDir {
+        /// The directory (`Lifecycle::data_dir`).
+        path: std::path::PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
     /// The store could not be set up (its causes follow as the error's source chain).
     #[error("cannot set up the store: {0}")]
     Setup(#[source] Box<dyn std::error::Error + Send + Sync>),

@@ -81,6 +81,9 @@ impl CycleRecord {
             declared_shared_growth: self.declared_shared_growth,
             swallowed_close_errors: self.swallowed_close_errors as u64,
             integrity_violations: self.integrity.total_violations(),
+            integrity_checked: self.integrity.checked(),
+            handles_registered: false,
+            close_results_made: false,
             faults_fired: &self.faults_fired,
         }
     }
@@ -343,7 +346,7 @@ fn unshared_cache_sites(ledger: &Ledger) -> Vec<String> {
 /// What the store's integrity check found (a panic in it is a violation of its own).
 fn integrity_of(checked: &Option<std::thread::Result<Integrity>>) -> Integrity {
     match checked {
-        None => Integrity::default(),
+        None => Integrity::not_checked(),
         Some(Ok(i)) => i.clone(),
         Some(Err(p)) => {
             let mut i = Integrity::default();

@@ -53,9 +53,23 @@ pub struct Integrity {
     /// Human-readable descriptions of the first problems.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub problems: Vec<String>,
+    /// No check ran (the store defines none, or none was due this cycle): the `integrity` signal
+    /// of a run with no checked cycle reads `not measured`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    not_checked: bool,
 }
 
 impl Integrity {
+    /// What a cycle without a check reports: nothing checked, and so nothing found.
+    pub(crate) fn not_checked() -> Self {
+        Integrity { not_checked: true, ..Integrity::default() }
+    }
+
+    /// Whether a check ran.
+    pub fn checked(&self) -> bool {
+        !self.not_checked
+    }
+
     /// Adds `n` to the violation `name` (the key appears even when `n` is 0: the check ran).
     pub fn violation(&mut self, name: &str, n: u64) {
         *self.violations.entry(name.to_owned()).or_default() += n;
@@ -90,6 +104,7 @@ impl Integrity {
 
     /// Adds another report's counters and problems.
     pub fn merge(&mut self, other: Integrity) {
+        self.not_checked &= other.not_checked;
         self.records_checked += other.records_checked;
         for (k, v) in other.violations {
             *self.violations.entry(k).or_default() += v;
@@ -113,8 +128,11 @@ pub trait Lifecycle {
     /// The store's error type.
     type Error: fmt::Display;
 
-    /// Every fault point the store checks: plans naming others are rejected.
-    fn fault_points(&self) -> Vec<&'static str>;
+    /// Every fault point the store checks: plans naming others are rejected. Default: none (a
+    /// store without injected faults; any plan naming a point is rejected).
+    fn fault_points(&self) -> Vec<&'static str> {
+        Vec::new()
+    }
 
     /// Opens the store.
     ///
@@ -135,8 +153,9 @@ pub trait Lifecycle {
     fn close(&mut self, store: Self::Store, ctx: &CycleCtx<'_>) -> Result<(), Self::Error>;
 
     /// Checks the store's data after close (reopen, offsets not ahead of data, no LOCK held).
+    /// Without one the run's `integrity` signal reads `not measured`.
     fn check(&mut self, _ctx: &CycleCtx<'_>) -> Integrity {
-        Integrity::default()
+        Integrity::not_checked()
     }
 
     /// The directory whose open files and maps must return to zero after close.

@@ -29,7 +29,8 @@ impl Harness {
         let cfg = &self.config;
         // The bytes need no directory; a directory that cannot be watched only loses the
         // per-directory counts, which the matrix does not judge.
-        let probe = store.data_dir().and_then(|d| Probe::new().watch_dir(d).ok()).unwrap_or_default();
+        let probe =
+            store.data_dir().and_then(|d| Probe::new().watch_dir(super::run::made(d).ok()?).ok()).unwrap_or_default();
         let bytes_visible = (cfg.allocator_check)().is_ok();
         let recorder = Faults::recording(&FaultPlan::none(), cfg.seed);
         let mut c = Cycler::new(ledger, cfg);

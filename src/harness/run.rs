@@ -3,6 +3,7 @@
 
 use std::ops::ControlFlow;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
@@ -180,7 +181,7 @@ impl Harness {
         quiet_injected_panics();
         let faults = Faults::new(&cfg.plan, cfg.seed);
         let probe = match store.data_dir() {
-            Some(dir) => Probe::new().watch_dir(dir)?,
+            Some(dir) => Probe::new().watch_dir(made(dir)?)?,
             None => Probe::new(),
         };
         let unavailable = (cfg.allocator_check)().err().map(|e| e.to_string());
@@ -192,6 +193,15 @@ impl Harness {
             }
         }
         Ok(run.finish(store, unavailable))
+    }
+}
+
+/// The store's data directory, made (with its parents) when it does not exist yet: a store that
+/// makes its directory in its first open is watched from before it.
+pub(super) fn made(dir: PathBuf) -> Result<PathBuf, HarnessError> {
+    match std::fs::create_dir_all(&dir) {
+        Ok(()) => Ok(dir),
+        Err(source) => Err(HarnessError::DataDir { path: dir, source }),
     }
 }
 
@@ -272,7 +282,10 @@ impl<'a> Run<'a> {
         let ledger = self.c.ledger;
         self.c.bk.track(|| {
             self.shared.observe(ledger, &mut record);
-            self.analysis.record(&record.facts());
+            let mut facts = record.facts();
+            facts.handles_registered = ledger.registered_any();
+            facts.close_results_made = ledger.close_results_made();
+            self.analysis.record(&facts);
         });
         let sampled = cycle.is_multiple_of(cfg.sample_every.max(1)).then(|| self.sample(store, cycle, &record));
         self.cycles_run += 1;
@@ -324,6 +337,7 @@ impl<'a> Run<'a> {
                     }
                 },
                 Verdict::Clean => !self.c.bk.track(|| self.c.gens.stop_undecided(warmup)),
+                Verdict::NotMeasured => false,
                 Verdict::Inconclusive => {
                     self.bytes_visible
                         && v.undecided_only_by_the_counter()

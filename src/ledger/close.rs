@@ -63,6 +63,7 @@ impl<E: fmt::Display> CloseResult<E> {
     /// Wraps the result of closing `what`, called at the caller's location.
     #[track_caller]
     pub fn new(ledger: &Ledger, what: &'static str, result: Result<(), E>) -> Self {
+        ledger.inner.close_results.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         CloseResult {
             result: Some(result),
             ledger: ledger.clone(),

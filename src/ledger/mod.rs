@@ -169,6 +169,8 @@ pub(crate) struct Inner {
     pub(crate) swallowed: Mutex<Vec<SwallowedCloseError>>,
     /// How many times a kind's live count rose above its most so far.
     peak_rises: AtomicU64,
+    /// Close results made ([`CloseResult::new`]): whether swallowed close errors could be seen.
+    pub(crate) close_results: AtomicU64,
 }
 
 /// Locks a mutex, recovering from poisoning: the ledger's data stay consistent across a panic in
@@ -228,6 +230,7 @@ impl Ledger {
                 entries: Mutex::new(Entries::default()),
                 swallowed: Mutex::new(Vec::new()),
                 peak_rises: AtomicU64::new(0),
+                close_results: AtomicU64::new(0),
             }),
         }
     }
@@ -359,6 +362,16 @@ impl Ledger {
     /// it moves only when the store holds more handles of a kind at once than ever before.
     pub(crate) fn peak_rises(&self) -> u64 {
         self.inner.peak_rises.load(Ordering::Acquire)
+    }
+
+    /// Whether any handle was ever registered: without one the handle signals measured nothing.
+    pub(crate) fn registered_any(&self) -> bool {
+        self.inner.next_id.load(Ordering::Relaxed) > 1
+    }
+
+    /// Whether any close result was ever made: without one no swallowed close error can be seen.
+    pub(crate) fn close_results_made(&self) -> bool {
+        self.inner.close_results.load(Ordering::Relaxed) > 0
     }
 
     /// Handles released since the ledger was made, every kind together: it moves whenever any

@@ -61,6 +61,7 @@ pub fn summary(report: &RunReport, root: &Path, report_dir: Option<&Path>) -> St
     let v = &report.verdict;
     let s = &report.settings;
     let _ = writeln!(out, "## leakcheck {}: {}\n", s.command, v.verdict);
+    let _ = writeln!(out, "{}\n", cell(&report.summary()));
     let _ = writeln!(
         out,
         "{}, {} cycles in {:.1} s, fault plan `{}` (seed {}).\n",
@@ -79,6 +80,15 @@ pub fn summary(report: &RunReport, root: &Path, report_dir: Option<&Path>) -> St
     if !undecided.is_empty() {
         let _ = writeln!(out, "### Undecided\n");
         table(&mut out, &undecided, root);
+    }
+    let unmeasured: Vec<_> = v.signals.iter().filter_map(|s| Some((s, s.not_measured?))).collect();
+    if !unmeasured.is_empty() {
+        let _ = writeln!(out, "### Not measured\n");
+        let _ = writeln!(out, "Neither clean nor a leak: their source never reported.\n");
+        for (s, why) in unmeasured {
+            let _ = writeln!(out, "- `{}`: {}", s.signal, cell(why.reason()));
+        }
+        let _ = writeln!(out);
     }
     if let Some(b) = &report.baseline {
         let _ = writeln!(out, "### Against the baseline\n");

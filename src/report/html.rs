@@ -196,6 +196,7 @@ fn verdict_class(v: Verdict) -> &'static str {
         Verdict::Clean => "clean",
         Verdict::Leak => "leak",
         Verdict::Inconclusive => "inconclusive",
+        Verdict::NotMeasured => "unmeasured",
     }
 }
 
@@ -247,12 +248,7 @@ fn verdict_section(page: &mut Page, r: &RunReport) {
     // What leaked and where first: the findings with a place (a creating line, a stack) lead, the
     // signals that only counted come after them.
     let leaks: Vec<_> = r.findings().into_iter().filter(|f| f.verdict == Verdict::Leak).collect();
-    let headline = match (r.verdict.verdict, leaks.first()) {
-        (Verdict::Leak, Some(f)) => format!("Leak: {}: {}", f.signal, f.message),
-        (Verdict::Leak, None) => "Leak.".to_string(),
-        (Verdict::Clean, _) => "Clean: no signal found a leak.".to_string(),
-        (Verdict::Inconclusive, _) => "Inconclusive: run more cycles.".to_string(),
-    };
+    let headline = r.summary();
     let _ = writeln!(page.out, "<p id=\"headline\"><strong>{}</strong></p>", esc(&headline));
     if leaks.len() > 1 {
         let what: Vec<String> = leaks.iter().skip(1).map(|f| format!("{}: {}", f.signal, f.message)).collect();

@@ -1,7 +1,7 @@
 //! The verdict as JUnit XML, for CI systems that read test results in that form: one test suite
 //! for the run, one test case per judged signal (and the return to baseline), a `<failure>` per
 //! leak whose message says what leaked and where, an `<error>` per signal the run could not
-//! decide.
+//! decide, a `<skipped>` per signal that measured nothing.
 
 use std::io;
 
@@ -64,6 +64,7 @@ fn belongs(f: &Finding, signal: &str) -> bool {
 fn document(report: &RunReport, cases: &[Case]) -> io::Result<String> {
     let count = |v: Verdict| cases.iter().filter(|c| c.verdict == v).count().to_string();
     let (tests, failures, errors) = (cases.len().to_string(), count(Verdict::Leak), count(Verdict::Inconclusive));
+    let skipped = count(Verdict::NotMeasured);
     let time = format!("{:.3}", report.elapsed_seconds);
     let s = &report.settings;
     let suite = if s.store.is_empty() {
@@ -89,7 +90,7 @@ fn document(report: &RunReport, cases: &[Case]) -> io::Result<String> {
                     ("tests", tests.as_str()),
                     ("failures", failures.as_str()),
                     ("errors", errors.as_str()),
-                    ("skipped", "0"),
+                    ("skipped", skipped.as_str()),
                     ("time", time.as_str()),
                 ])
                 .write_inner_content(|w| {
@@ -116,6 +117,8 @@ fn case(w: &mut Writer<Vec<u8>>, c: &Case, classname: &str) -> io::Result<()> {
         }
         Verdict::Leak => ("failure", "leak"),
         Verdict::Inconclusive => ("error", "inconclusive"),
+        // Not measured: its source never reported, so it is neither passed nor failed.
+        Verdict::NotMeasured => ("skipped", "not measured"),
     };
     let message = c.findings.first().cloned().unwrap_or_else(|| format!("{}: {}", c.name, c.summary));
     let mut body = c.findings.join("\n");

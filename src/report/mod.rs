@@ -17,6 +17,7 @@ mod junit;
 mod model;
 mod plot;
 mod read;
+mod summary;
 #[cfg(test)]
 mod tests;
 pub(crate) mod text;

@@ -226,9 +226,10 @@ fn findings_say_what_leaked_and_where_first() {
         "{}",
         first.message
     );
-    // The terminal's table opens with it.
+    // The one-line summary names it by its signal, and the terminal's table opens with that line.
+    assert_eq!(report.summary(), format!("leak: live_handles.Options: {}", first.message));
     let table = text::table(&report);
-    assert_eq!(table.lines().next(), Some(format!("leak: {}", first.message).as_str()));
+    assert_eq!(table.lines().next(), Some(report.summary().as_str()));
 }
 
 #[test]
@@ -337,4 +338,54 @@ fn a_run_of_a_few_samples_is_not_plotted_and_the_page_says_so() {
     let page = fs::read_to_string(dir.path().join(HTML_FILE)).expect("page");
     assert!(page.contains("Not plotted: 3 samples (the plots need 5 or more)."), "the page says why");
     assert!(!page.contains("data-plot="), "no panel");
+}
+
+#[test]
+fn a_clean_return_to_baseline_under_a_leak_says_why_the_two_differ() {
+    let (mut report, _) = leaking_report();
+    let (first, last) = (sample(0).sample, sample(149).sample);
+    report.verdict.baseline_return = Some(crate::verdict::BaselineReturn::judge(&first, &last, 2 << 20));
+    assert_eq!(report.verdict.verdict, crate::Verdict::Leak);
+    let line = words::totals_lines(&report).into_iter().find(|l| l.starts_with("return to baseline")).expect("a line");
+    assert!(line.starts_with("return to baseline: clean, within 2.0 MiB allowed"), "{line}");
+    assert!(line.contains("not the verdict: the leak found by live_handles"), "{line}");
+    // Beyond its allowance, it says so, and is a finding of its own.
+    let mut grown = last.clone();
+    if let Some(j) = grown.jemalloc.as_mut() {
+        j.allocated_bytes += 100_000;
+    }
+    report.verdict.baseline_return = Some(crate::verdict::BaselineReturn::judge(&first, &grown, 0));
+    let line = words::totals_lines(&report).into_iter().find(|l| l.starts_with("return to baseline")).expect("a line");
+    assert!(line.starts_with("return to baseline: leak, beyond the 16.0 KiB allowed"), "{line}");
+    assert!(report.findings().iter().any(|f| f.signal == "baseline_return"));
+}
+
+#[test]
+fn a_clean_summary_says_what_it_rules_out_and_what_was_not_measured() {
+    let flat = |c: u64| {
+        let mut s = sample(c);
+        if let Some(j) = s.sample.jemalloc.as_mut() {
+            j.allocated_bytes = 10_000_000 + (c * 7919) % 2000;
+            (j.tcache_bytes, j.internal_bytes) = (0, 40_000);
+        }
+        s.sample.rocksdb = None;
+        s.retained_handles = BTreeMap::new();
+        s
+    };
+    let samples: Vec<CycleSample> = (0..150).map(flat).collect();
+    let mut verdict = analyze(&samples, None, None, &AnalysisConfig::default());
+    verdict.signals.push(crate::SignalVerdict::unmeasured(
+        crate::Signal::Integrity.into(),
+        crate::verdict::Rule::Exact { expected: 0.0 },
+        crate::verdict::Unmeasured::NoIntegrityCheck,
+    ));
+    let settings = RunSettings { command: "check".to_string(), cycles: 150, ..RunSettings::default() };
+    let report =
+        RunReport::new(settings, verdict, CycleSummary::default(), crate::Ledger::new().report(), 150, 3.0, true);
+    let summary = report.summary();
+    assert_eq!(report.verdict.verdict, crate::Verdict::Clean, "{summary}");
+    assert!(summary.starts_with("clean after 150 cycles: rules out a continuing leak above "), "{summary}");
+    assert!(summary.contains("/cycle (unexplained_bytes)"), "{summary}");
+    assert!(summary.ends_with("; not measured: integrity"), "{summary}");
+    assert_eq!(text::table(&report).lines().next(), Some(summary.as_str()));
 }

@@ -15,6 +15,7 @@ const SAMPLING_BIAS_LG: u32 = 16;
 /// The table of `report`, as `check` prints it.
 pub(crate) fn table(r: &RunReport) -> String {
     let mut out = String::new();
+    let _ = writeln!(out, "{}", r.summary());
     what_leaked(&mut out, r);
     header(&mut out, r);
     signal_rows(&mut out, r);
@@ -45,19 +46,22 @@ pub(crate) fn table(r: &RunReport) -> String {
     out
 }
 
-/// The findings that leaked, first of all: what a reader acts on.
+/// After the summary (which names the first), every finding that leaked, when there are several:
+/// what a reader acts on.
 fn what_leaked(out: &mut String, r: &RunReport) {
     const SHOWN: usize = 5;
     let leaks: Vec<_> = r.findings().into_iter().filter(|f| f.verdict == Verdict::Leak).collect();
+    if leaks.len() < 2 {
+        let _ = writeln!(out);
+        return;
+    }
     for f in leaks.iter().take(SHOWN) {
         let _ = writeln!(out, "leak: {}", f.message);
     }
     if leaks.len() > SHOWN {
         let _ = writeln!(out, "leak: and {} more, below", leaks.len() - SHOWN);
     }
-    if !leaks.is_empty() {
-        let _ = writeln!(out);
-    }
+    let _ = writeln!(out);
 }
 
 fn header(out: &mut String, r: &RunReport) {

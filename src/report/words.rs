@@ -29,6 +29,9 @@ pub(super) fn fmt_num(v: Option<f64>, class: Class) -> String {
 /// "(grows)" when clean with growth evidenced), the estimate per cycle, and its interval or the
 /// exact signal's residue. The text table and report.html show the same cells.
 pub(crate) fn signal_cells(e: &crate::SignalVerdict) -> [String; 3] {
+    if let Some(why) = e.not_measured {
+        return [Verdict::NotMeasured.to_string(), "-".to_string(), why.to_string()];
+    }
     let verdict = match (e.informational, e.growth_below_budget) {
         (true, _) => format!("({})", e.verdict),
         (false, true) => format!("{} (grows)", e.verdict),
@@ -297,17 +300,44 @@ pub(crate) fn totals_lines(r: &RunReport) -> Vec<String> {
         ));
     }
     if let Some(b) = &r.verdict.baseline_return {
-        out.push(format!(
-            "return to baseline: {} ({}, fds under dir {:+}, maps under dir {:+})",
+        let allowed = b.tolerance_bytes.saturating_add(b.data_allowance_bytes).saturating_add(b.suppressed_bytes);
+        let mut line = format!(
+            "return to baseline: {}, within {} allowed ({}{})",
             b.verdict,
+            human_bytes(allowed as f64),
             match (b.unexplained_delta_bytes, b.allocated_delta_bytes) {
                 (Some(u), Some(a)) => format!("unexplained {u:+}, allocated {a:+}"),
                 (None, Some(a)) => format!("allocated {a:+}"),
                 _ => "bytes unreadable".to_string(),
             },
-            b.fds_under_dir_delta.unwrap_or(0),
-            b.maps_under_dir_delta.unwrap_or(0)
-        ));
+            // Only where a data directory was watched.
+            match (b.fds_under_dir_delta, b.maps_under_dir_delta) {
+                (Some(f), Some(m)) => format!(", fds under dir {f:+}, maps under dir {m:+}"),
+                (Some(f), None) => format!(", fds under dir {f:+}"),
+                (None, Some(m)) => format!(", maps under dir {m:+}"),
+                (None, None) => String::new(),
+            }
+        );
+        if b.verdict == Verdict::Leak {
+            line = line.replacen(", within ", ", beyond the ", 1);
+        } else if r.verdict.verdict == Verdict::Leak {
+            // Clean here, a leak above: say why the two differ.
+            let leaking = r.verdict.leaking_signals().iter().map(|s| s.to_string()).collect::<Vec<_>>().join(", ");
+            let size = match r.verdict.leak_rate.as_ref().filter(|l| l.bytes_per_cycle > 0.0) {
+                Some(l) => format!(
+                    " ({}/cycle over {} cycles is {})",
+                    rate(l.bytes_per_cycle),
+                    r.cycles_run,
+                    human_bytes(l.bytes_per_cycle * r.cycles_run as f64)
+                ),
+                None => String::new(),
+            };
+            line.push_str(&format!(
+                "; a coarse check of the whole process against a fixed allowance, not the verdict: the leak found by \
+                 {leaking}{size} fits inside it"
+            ));
+        }
+        out.push(line);
     }
     if let Some(why) = &r.verdict.bytes_unavailable {
         out.push(format!("byte signals unavailable, so the run cannot be called clean: {why}"));

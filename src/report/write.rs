@@ -66,7 +66,7 @@ pub fn write_dir(dir: &Path, report: &RunReport, samples: &[CycleSample]) -> Res
 /// # Errors
 /// The I/O error, naming the file.
 pub(crate) fn write_views(dir: &Path, report: &RunReport, samples: &[CycleSample]) -> Result<Vec<Plot>, ReportError> {
-    let json = serde_json::to_vec_pretty(report)
+    let json = serde_json::to_vec_pretty(&report.written())
         .map_err(|source| ReportError::Parse { path: dir.join(REPORT_FILE), source })?;
     write_atomic(&dir.join(REPORT_FILE), &json)?;
     let plots = plot_svgs(report, samples);

@@ -121,9 +121,15 @@ impl RunOutcome {
         }
     }
 
-    /// The report as pretty JSON.
+    /// The run in one line: the verdict, what leaked and where, or what the clean verdict rules
+    /// out and which signals measured nothing ([`RunReport::summary`]); the table's first line.
+    pub fn summary(&self) -> String {
+        self.report.summary()
+    }
+
+    /// The report as pretty JSON (report.json's content, its `summary` first).
     pub fn json(&self) -> String {
-        serde_json::to_string_pretty(&self.report).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
+        serde_json::to_string_pretty(&self.report.written()).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
     }
 
     /// Panics unless the verdict is clean (or, with a baseline, leaks nothing the baseline did
@@ -135,8 +141,8 @@ impl RunOutcome {
     #[track_caller]
     pub fn assert_clean(&self) {
         if self.report.verdict.verdict != Verdict::Clean && !self.passes_baseline() {
-            let first = self.report.findings().into_iter().next().map_or(String::new(), |f| format!(": {}", f.message));
-            panic!("leakcheck: the store is not clean ({}){first}\n\n{}", self.report.verdict.verdict, self.table());
+            // The table opens with the summary: what leaked and where.
+            panic!("leakcheck: the store is not clean. {}", self.table());
         }
     }
 }
@@ -155,11 +161,12 @@ pub fn tool_name() -> String {
         .unwrap_or_else(|| "leakcheck".to_string())
 }
 
-/// The exit code of a verdict: 0 clean, 1 leak, 3 inconclusive.
+/// The exit code of a verdict: 0 clean, 1 leak, 3 inconclusive (or, never a run's verdict, not
+/// measured: nothing decided).
 pub fn exit_code(v: Verdict) -> u8 {
     match v {
         Verdict::Clean => 0,
         Verdict::Leak => 1,
-        Verdict::Inconclusive => 3,
+        Verdict::Inconclusive | Verdict::NotMeasured => 3,
     }
 }

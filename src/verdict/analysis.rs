@@ -6,7 +6,7 @@ use super::attribution::Firings;
 use super::exact::ExactSeries;
 use super::floors::Floors;
 use super::growth::{self, Growth, GrowthRule};
-use super::model::{Estimate, Retention, SignalVerdict};
+use super::model::{Estimate, Retention, Rule, SignalVerdict, Unmeasured};
 use super::{
     aggregate, AnalysisConfig, BaselineReturn, CycleSample, Evidence, LeakRate, RulesOut, RunVerdict, Verdict,
 };
@@ -52,6 +52,12 @@ pub(crate) struct CycleFacts<'a> {
     pub swallowed_close_errors: u64,
     /// Integrity violations found after the cycle.
     pub integrity_violations: u64,
+    /// The store's integrity check ran after the cycle.
+    pub integrity_checked: bool,
+    /// The ledger has had a handle registered (by the end of the cycle).
+    pub handles_registered: bool,
+    /// The ledger has seen a close result made (by the end of the cycle).
+    pub close_results_made: bool,
     /// Fault points that fired in the cycle, with counts.
     pub faults_fired: &'a BTreeMap<String, u64>,
 }
@@ -66,6 +72,11 @@ struct Records {
     shared_growth: Option<ExactSeries>,
     swallowed: Option<ExactSeries>,
     integrity: Option<ExactSeries>,
+    /// Whether each source reported in some cycle: a signal whose source never did is not
+    /// measured.
+    handles_registered: bool,
+    close_results_made: bool,
+    integrity_checked: bool,
 }
 
 /// A statistical signal's value in a sample, when readable.
@@ -216,6 +227,9 @@ impl Analysis {
         let rec = self.records.get_or_insert_with(Records::default);
         let seen = rec.cycles;
         rec.cycles += 1;
+        rec.handles_registered |= r.handles_registered;
+        rec.close_results_made |= r.close_results_made;
+        rec.integrity_checked |= r.integrity_checked;
         let push = |slot: &mut Option<ExactSeries>, v: u64| {
             slot.get_or_insert_with(|| ExactSeries::new(0.0)).push(r.cycle, v as f64)
         };
@@ -445,8 +459,16 @@ impl Analysis {
         Signal::STATISTICAL
             .iter()
             .filter_map(|&signal| {
-                let floors = self.series.get(&signal)?;
                 let (rule, evidence) = self.rule(signal, look);
+                let Some(floors) = self.series.get(&signal) else {
+                    // A harness run whose store reports no RocksDB memory: what RocksDB accounts for
+                    // was not measured (the unexplained bytes subtract none of it).
+                    let unreported =
+                        signal == Signal::RocksdbExplainedBytes && self.records.is_some() && self.samples > 0;
+                    return unreported.then(|| {
+                        SignalVerdict::unmeasured(signal.into(), Rule::Growth(rule), Unmeasured::NoRocksdbMemory)
+                    });
+                };
                 let j = growth::judge(floors, &rule, evidence, look.last, &|from| self.data_allowance(signal, from));
                 let mut v = SignalVerdict::undecided(signal.into(), super::Rule::Growth(rule));
                 v.verdict = j.verdict;
@@ -489,24 +511,38 @@ impl Analysis {
                 }
             }
             Some(r) => {
-                let mut push = |signal: Signal, s: &Option<ExactSeries>| {
-                    if let Some(s) = s {
-                        out.push(s.verdict(signal.into()));
-                    }
-                };
-                push(Signal::LiveHandles, &r.live);
+                let judged =
+                    |signal: Signal, s: &Option<ExactSeries>, measured: Result<(), Unmeasured>| match (s, measured) {
+                        (Some(s), Ok(())) => Some(s.verdict(signal.into())),
+                        (Some(_), Err(why)) => {
+                            Some(SignalVerdict::unmeasured(signal.into(), Rule::Exact { expected: 0.0 }, why))
+                        }
+                        (None, _) => None,
+                    };
+                let handles = if r.handles_registered { Ok(()) } else { Err(Unmeasured::NoHandles) };
+                out.extend(judged(Signal::LiveHandles, &r.live, handles));
                 for (kind, s) in &r.kinds {
                     out.push(s.verdict(SignalId::member(Signal::LiveHandlesOf, kind.as_str())));
                 }
-                let mut push = |signal: Signal, s: &Option<ExactSeries>| {
-                    if let Some(s) = s {
-                        out.push(s.verdict(signal.into()));
-                    }
+                let mut push = |signal: Signal, s: &Option<ExactSeries>, measured: Result<(), Unmeasured>| {
+                    out.extend(judged(signal, s, measured));
                 };
-                push(Signal::UnsharedCachesOpen, &r.unshared);
-                push(Signal::DeclaredSharedGrowth, &r.shared_growth);
-                push(Signal::SwallowedCloseErrors, &r.swallowed);
-                push(Signal::Integrity, &r.integrity);
+                push(Signal::UnsharedCachesOpen, &r.unshared, handles);
+                push(Signal::DeclaredSharedGrowth, &r.shared_growth, handles);
+                let closes = if r.close_results_made { Ok(()) } else { Err(Unmeasured::NoCloseResults) };
+                push(Signal::SwallowedCloseErrors, &r.swallowed, closes);
+                let checked = if r.integrity_checked { Ok(()) } else { Err(Unmeasured::NoIntegrityCheck) };
+                push(Signal::Integrity, &r.integrity, checked);
+                // A harness run without a data directory watched nothing under it.
+                if self.dir_fds.is_none() && self.dir_maps.is_none() && self.samples > 0 {
+                    for signal in [Signal::OpenFdsUnderDir, Signal::MapsUnderDir] {
+                        out.push(SignalVerdict::unmeasured(
+                            signal.into(),
+                            Rule::Exact { expected: 0.0 },
+                            Unmeasured::NoDataDir,
+                        ));
+                    }
+                }
             }
         }
         out

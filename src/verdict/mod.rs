@@ -31,7 +31,7 @@ pub(crate) use analysis::CycleFacts;
 pub use analysis::{Analysis, Look};
 pub(crate) use attribution::{mean_shift, shift_verdict};
 pub use growth::{BudgetFrom, Growth, GrowthRule};
-pub use model::{Estimate, Residue, Retention, Rule, RuleKind, SignalVerdict};
+pub use model::{Estimate, Residue, Retention, Rule, RuleKind, SignalVerdict, Unmeasured};
 pub use retained::{RecordHolds, Retained, RetainedSite};
 
 use crate::probe::Sample;
@@ -41,6 +41,10 @@ use crate::signal::{Class, Signal, SignalId};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Verdict {
+    /// A signal whose source never reported in the run ([`SignalVerdict::not_measured`] says
+    /// which): neither clean nor a leak, and no part of the run's verdict. Never a run's verdict.
+    #[serde(rename = "not_measured")]
+    NotMeasured,
     /// No continuing growth beyond the budget (statistical) or no residue (exact).
     Clean,
     /// Not enough evidence either way yet.
@@ -50,7 +54,7 @@ pub enum Verdict {
 }
 
 impl Verdict {
-    /// The worst of two verdicts: leak over inconclusive over clean.
+    /// The worst of two verdicts: leak over inconclusive over clean (over not measured).
     pub(crate) fn worst(self, other: Verdict) -> Verdict {
         self.max(other)
     }
@@ -58,6 +62,7 @@ impl Verdict {
     /// The lowercase name used in reports.
     pub fn name(self) -> &'static str {
         match self {
+            Verdict::NotMeasured => "not measured",
             Verdict::Clean => "clean",
             Verdict::Inconclusive => "inconclusive",
             Verdict::Leak => "leak",

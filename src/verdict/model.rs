@@ -101,6 +101,45 @@ pub struct Retention {
     pub size: f64,
 }
 
+/// Why a signal measured nothing: its source never reported in the run. Such a row is
+/// [`Verdict::NotMeasured`], neither clean nor a leak, and no part of the run's verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Unmeasured {
+    /// No handle was registered in the run's ledger: the store uses no tracked wrapper and
+    /// registers nothing itself.
+    NoHandles,
+    /// No close result was made ([`crate::CloseResult`], a tracked DB's `close`): a close error
+    /// dropped inside the store cannot be seen.
+    NoCloseResults,
+    /// The store defines no integrity check (`Lifecycle::check`).
+    NoIntegrityCheck,
+    /// The store reports no RocksDB memory (`Lifecycle::rocksdb_memory`).
+    NoRocksdbMemory,
+    /// The store names no data directory (`Lifecycle::data_dir`).
+    NoDataDir,
+}
+
+impl Unmeasured {
+    /// The reason, as the report's rows say it.
+    pub fn reason(self) -> &'static str {
+        match self {
+            Unmeasured::NoHandles => "no handle was registered in the ledger (no tracked wrapper, no Ledger::register)",
+            Unmeasured::NoCloseResults => "no close result was made (CloseResult, a tracked DB's close)",
+            Unmeasured::NoIntegrityCheck => "the store defines no integrity check (Lifecycle::check)",
+            Unmeasured::NoRocksdbMemory => "the store reports no RocksDB memory (Lifecycle::rocksdb_memory)",
+            Unmeasured::NoDataDir => "the store names no data directory (Lifecycle::data_dir)",
+        }
+    }
+}
+
+impl std::fmt::Display for Unmeasured {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.reason())
+    }
+}
+
 /// The verdict on one signal.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(into = "Wire", try_from = "Wire")]
@@ -135,6 +174,8 @@ pub struct SignalVerdict {
     pub retained: Option<super::Retained>,
     /// A leak the counter's growth rule found: what the record held where the leak would be.
     pub record_holds: Option<super::RecordHolds>,
+    /// [`Verdict::NotMeasured`]: why (the source that never reported).
+    pub not_measured: Option<Unmeasured>,
 }
 
 impl SignalVerdict {
@@ -154,7 +195,21 @@ impl SignalVerdict {
             growth_below_budget: false,
             retained: None,
             record_holds: None,
+            not_measured: None,
         }
+    }
+
+    /// `signal`, whose source never reported: [`Verdict::NotMeasured`], and why.
+    pub(crate) fn unmeasured(signal: SignalId, rule: Rule, why: Unmeasured) -> Self {
+        let mut v = SignalVerdict::undecided(signal, rule);
+        v.verdict = Verdict::NotMeasured;
+        v.not_measured = Some(why);
+        v
+    }
+
+    /// Whether the signal measured anything ([`Verdict::NotMeasured`] if not).
+    pub fn measured(&self) -> bool {
+        self.verdict != Verdict::NotMeasured
     }
 
     /// The signal of the table this verdict is about ([`Signal::LiveHandlesOf`] for
@@ -255,6 +310,20 @@ struct Wire {
     /// A leak of the counter's: what the record held where the leak would be.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     record_holds: Option<super::RecordHolds>,
+    /// False when the signal's source never reported (its verdict `not_measured`); written
+    /// always, read as true from reports written before it existed.
+    #[serde(default = "yes")]
+    measured: bool,
+    /// Not measured: which source never reported ...
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    not_measured: Option<Unmeasured>,
+    /// ... and the reason in words.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    reason: Option<String>,
+}
+
+fn yes() -> bool {
+    true
 }
 
 #[derive(Serialize, Deserialize, Clone, Copy)]
@@ -274,6 +343,7 @@ fn is_zero(v: &usize) -> bool {
 impl From<SignalVerdict> for Wire {
     fn from(v: SignalVerdict) -> Wire {
         let rules_out_per_cycle = v.rules_out_per_cycle();
+        let measured = v.measured();
         let (budget_total, alpha, method, expected) = match v.rule {
             Rule::Exact { expected } => (None, None, None, Some(expected)),
             Rule::Growth(g) => (g.budget, Some(g.alpha), None, None),
@@ -306,6 +376,9 @@ impl From<SignalVerdict> for Wire {
             rules_out_per_cycle,
             retained: v.retained,
             record_holds: v.record_holds,
+            measured,
+            not_measured: v.not_measured,
+            reason: v.not_measured.map(|u| u.reason().to_string()),
             name: v.signal,
         }
     }
@@ -329,6 +402,9 @@ impl TryFrom<Wire> for SignalVerdict {
                 counts: w.counts,
             }),
         };
+        if (w.verdict == Verdict::NotMeasured) != (!w.measured || w.not_measured.is_some()) {
+            return Err(format!("{}: verdict {} with measured {}", w.name, w.verdict, w.measured));
+        }
         let estimate = match (w.slope_per_cycle, w.lower, w.upper) {
             (Some(v), Some(l), Some(u)) => Some(Estimate::new(v, l, u)),
             _ => None,
@@ -346,6 +422,7 @@ impl TryFrom<Wire> for SignalVerdict {
             growth_below_budget: w.growth_below_tolerance,
             retained: w.retained,
             record_holds: w.record_holds,
+            not_measured: w.not_measured,
             signal: w.name,
         })
     }

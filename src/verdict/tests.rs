@@ -328,6 +328,9 @@ fn firing_analysis(cycles: u64, bump: f64, held: u64, leak: f64, creep: f64) -> 
             declared_shared_growth: 0,
             swallowed_close_errors: 0,
             integrity_violations: 0,
+            integrity_checked: true,
+            handles_registered: true,
+            close_results_made: true,
             faults_fired: &fired,
         });
         let noisy = level + (unit_random(&mut seed) - 0.5) * 64.0;

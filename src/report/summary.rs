@@ -1,0 +1,113 @@
+//! The run in one line: the verdict, what leaked and where, or what a clean verdict rules out
+//! and which signals measured nothing. The table's first line, report.html's headline, the job
+//! summary's opening and report.json's `summary` are this line.
+
+use serde::Serialize;
+
+use super::words::rate;
+use super::RunReport;
+use crate::signal::Signal;
+use crate::verdict::RuleKind;
+use crate::Verdict;
+
+impl RunReport {
+    /// The run in one line: `leak: 4 Options handles retained, created at src/store.rs:48:22 (owner
+    /// task 0_0); and 1 more`, `clean after 300 cycles: rules out a continuing leak above 12 B/cycle
+    /// (unexplained_bytes), ..; not measured: integrity`, or `inconclusive after 800 cycles: ..`.
+    pub fn summary(&self) -> String {
+        let v = &self.verdict;
+        let not_measured: Vec<String> =
+            v.signals.iter().filter(|s| !s.measured()).map(|s| s.signal.to_string()).collect();
+        let not_measured = if not_measured.is_empty() {
+            String::new()
+        } else {
+            format!("; not measured: {}", not_measured.join(", "))
+        };
+        let findings = self.findings();
+        let line = match v.verdict {
+            Verdict::Leak => {
+                let leaks: Vec<_> = findings.iter().filter(|f| f.verdict == Verdict::Leak).collect();
+                // Named by its signal, as the table's rows are.
+                let first = leaks.first().map_or_else(
+                    || "a judged signal".to_string(),
+                    |f| match f.message.starts_with(&f.signal) {
+                        true => f.message.clone(),
+                        false => format!("{}: {}", f.signal, f.message),
+                    },
+                );
+                let more = match leaks.len() {
+                    0 | 1 => String::new(),
+                    n => format!("; and {} more", n - 1),
+                };
+                let baseline = match self.baseline.as_ref().map(|b| b.passes()) {
+                    Some(true) => " (none beyond the baseline: passes)",
+                    Some(false) => " (beyond the baseline)",
+                    None => "",
+                };
+                format!("leak{baseline}: {first}{more}")
+            }
+            Verdict::Clean => format!("clean after {} cycles: {}{not_measured}", self.cycles_run, self.rules_out()),
+            Verdict::Inconclusive | Verdict::NotMeasured => {
+                let why = match &v.bytes_unavailable {
+                    // Its first sentence: the fix follows in the table.
+                    Some(why) => format!("byte signals unavailable: {}", why.split(". ").next().unwrap_or(why)),
+                    None => {
+                        let undecided: Vec<String> = findings
+                            .iter()
+                            .filter(|f| f.verdict == Verdict::Inconclusive)
+                            .map(|f| f.message.clone())
+                            .collect();
+                        if undecided.is_empty() {
+                            "no signal decided".to_string()
+                        } else {
+                            format!("undecided: {}", undecided.join("; "))
+                        }
+                    }
+                };
+                format!("inconclusive after {} cycles: {why}{not_measured}", self.cycles_run)
+            }
+        };
+        line.replace('\n', " ")
+    }
+
+    /// What a clean verdict rules out, by the signals that judged it.
+    fn rules_out(&self) -> String {
+        let v = &self.verdict;
+        let mut parts = Vec::new();
+        if let Some(ro) = &v.rules_out {
+            parts.push(format!("a continuing leak above {}/cycle ({})", rate(ro.bytes_per_cycle), ro.signal));
+        }
+        let retained = self.signal(Signal::RetainedBytes).filter(|s| s.verdict == Verdict::Clean && !s.informational);
+        if retained.is_some() {
+            parts.push("any allocating stack keeping what 2 or more cycles allocated (retained_bytes)".to_string());
+        }
+        let exact: Vec<String> = v
+            .signals
+            .iter()
+            .filter(|s| s.kind() == RuleKind::Exact && s.verdict == Verdict::Clean && !s.informational)
+            .filter(|s| !matches!(s.family(), Signal::LiveHandlesOf | Signal::RetainedBytes))
+            .map(|s| s.signal.to_string())
+            .collect();
+        if !exact.is_empty() {
+            parts.push(format!("any residue of {} (exact)", exact.join(", ")));
+        }
+        if parts.is_empty() {
+            "no judged signal found a leak".to_string()
+        } else {
+            format!("rules out {}", parts.join(", "))
+        }
+    }
+
+    /// The report as report.json holds it: `summary` first, then the report's own fields.
+    pub(crate) fn written(&self) -> Written<'_> {
+        Written { summary: self.summary(), report: self }
+    }
+}
+
+/// The report with its one-line summary, as written (`summary` is derived, and not read back).
+#[derive(Serialize)]
+pub(crate) struct Written<'a> {
+    summary: String,
+    #[serde(flatten)]
+    report: &'a RunReport,
+}
