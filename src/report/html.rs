@@ -32,7 +32,7 @@ th, td { border: 1px solid #ddd; padding: 3px 8px; text-align: left; vertical-al
 th { background: #f4f4f4; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 tr.leak td { background: #fdecec; } tr.inconclusive td { background: #fdf7e3; }
-tr.informational td { color: #777; }
+tr.informational td { color: #777; } tr.unmeasured td { color: #777; font-style: italic; }
 code, .site { font-family: "DejaVu Sans Mono", monospace; font-size: 12px; }
 ul.lines li { margin: 3px 0; }
 .plot { position: relative; }
