@@ -28,6 +28,13 @@ fn parked_options_are_a_leak_of_bytes_at_the_line_that_made_them() -> Result<(),
     let first = r.findings().into_iter().next().ok_or("a finding")?;
     assert_eq!(first.signal, "retained_bytes", "{outcome}");
     assert!(first.frames.iter().any(|f| f.contains("OffsetStore::open_db")), "{:?}\n{outcome}", first.frames);
+    // Its place is the line that made the options parked.
+    let made = include_str!("../src/lib.rs")
+        .lines()
+        .position(|l| l.contains("let mut offsets_options = Options::default();"))
+        .ok_or("the line in src/lib.rs")?;
+    let place = first.place.as_ref().ok_or("a place")?;
+    assert!(place.file.ends_with("raw-store/src/lib.rs") && place.line as usize == made + 1, "{place}\n{outcome}");
     assert!(outcome.summary().starts_with("leak: retained_bytes: "), "{}", outcome.summary());
     Ok(())
 }
