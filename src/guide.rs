@@ -32,7 +32,9 @@
 //! acknowledged data was lost. Faults are injected where your code asks for them
 //! (`ctx.faults.check_error("close.flush")`), so the error paths run as often as the plan says.
 //! The store below keeps one offset per cycle in an `offsets` column family, and the harness
-//! drives it through 30 cycles with the flush at close failing in a fifth of them:
+//! drives it through 30 cycles with the flush at close failing in a fifth of them (a store on
+//! rust-rocksdb's own types, with no wrapper, is checked as it is: [Your store as it
+//! is](#your-store-as-it-is-rust-rocksdbs-own-types)):
 //!
 //! ```
 //! use std::path::PathBuf;
@@ -100,8 +102,8 @@
 //!
 //! let dir = tempfile::tempdir()?;
 //! let ledger = Ledger::new();
+//! // The harness makes the directory before the first cycle, and watches the files under it.
 //! let mut store = Offsets { dir: dir.path().join("offsets"), committed: None };
-//! std::fs::create_dir_all(&store.dir)?; // the harness watches the files under it
 //! let config =
 //!     HarnessConfig { cycles: 30, plan: FaultPlan::parse("close.flush=20%")?, seed: 7, ..HarnessConfig::default() };
 //! let report = Harness::new(config).run(&mut store, &ledger)?;
@@ -332,18 +334,106 @@
 //! rocksdb's `jemalloc` feature there pulls tikv-jemalloc-sys 0.5 or 0.6 beside leakcheck's 0.7,
 //! and both declare `links = "jemalloc"`, so cargo refuses the graph. Leave it off and turn on
 //! leakcheck's `unprefixed-malloc`, which makes leakcheck's jemalloc replace `malloc` for the
-//! whole process:
+//! whole process (Rust's allocations too, through the system allocator: no `#[global_allocator]`
+//! is needed). The dependencies of the crate that runs the check, exactly:
 //!
 //! ```toml
 //! [dependencies]
 //! leakcheck = { path = "../leakcheck", default-features = false, features = ["unprefixed-malloc"] }
-//! rocksdb = { version = "0.24", default-features = false, features = ["bindgen-runtime"] }  # no `jemalloc`
-//! tikv-jemallocator = "0.7"
+//! rocksdb = { version = "0.24", default-features = false, features = ["bindgen-runtime"] }
 //! ```
+//!
+//! (On 0.23 write `"0.23"`; on 0.22 leave the `rocksdb` line out: its rocksdb has no
+//! `bindgen-runtime` feature, and its build loads libclang when it runs already.) Your own
+//! dependencies (the store's crate, `tempfile` for tests) come beside these.
+//!
+//! The `rocksdb` line is needed even when no code of the crate names rocksdb (the store is
+//! another crate's, on rocksdb without `bindgen-runtime`): cargo unifies features, so the line
+//! turns `bindgen-runtime` on for the store's rocksdb too, and bindgen then loads libclang when it
+//! runs, under any versioned name (`libclang.so.1`, as Debian's clang packages install it).
+//! Without it librocksdb-sys's build links libclang at build time, which needs the unversioned
+//! `libclang.so` of a development package, and where that is missing the build stops before
+//! compiling RocksDB:
+//!
+//! ```text
+//! error: failed to run custom build command for `clang-sys v1.9.1`
+//!   ...
+//!   couldn't find any valid shared libraries matching: ['libclang.so', 'libclang-*.so'], set the
+//!   `LIBCLANG_PATH` environment variable to a path where one of these files can be found (invalid: [])
+//! ```
+//!
+//! The fix is the `rocksdb` line above (or libclang's development package, or `LIBCLANG_PATH`
+//! naming a directory with an unversioned `libclang.so`). The repository's
+//! `scripts/older-recipe VERSION` builds a check crate from exactly these lines, beside a store
+//! crate on rocksdb without `bindgen-runtime`, checks that leaving the `rocksdb` line out gives
+//! this error, and runs a check of the store with the recipe.
 //!
 //! Such a project gets the byte and OS signals, integrity, fault plans, the verdict, the runner,
 //! heap profiles, and the ledger for handles it registers itself
 //! ([`Ledger::register`](crate::Ledger::register), [`HandleKind::Other`](crate::HandleKind::Other));
 //! not the tracked wrappers, which are built on 0.25 (a crate cannot hold two rust-rocksdb
-//! releases: both declare `links = "rocksdb"`). Forget `unprefixed-malloc` and a check ends
-//! inconclusive with the fix in its `bytes_unavailable`.
+//! releases: both declare `links = "rocksdb"`). A store on rust-rocksdb's own types is judged
+//! as [the next section](#your-store-as-it-is-rust-rocksdbs-own-types) shows. Forget
+//! `unprefixed-malloc` and a check ends inconclusive with the fix in its `bytes_unavailable`.
+//!
+//! # Your store as it is: rust-rocksdb's own types
+//!
+//! A store that uses `rocksdb::DB` and `rocksdb::Options` directly, with no tracked wrapper, is
+//! checked as it is. The whole glue is a [`Lifecycle`](crate::Lifecycle):
+//!
+//! ```no_run
+//! // tests/offsets.rs: one check per integration-test file.
+//! use std::path::PathBuf;
+//!
+//! use leakcheck::{CycleCtx, Ledger, Lifecycle};
+//!
+//! /// Your store: whatever opens, uses and closes a DB.
+//! struct Offsets {
+//!     dir: PathBuf,
+//! }
+//!
+//! impl Lifecycle for Offsets {
+//!     type Store = rocksdb::DB;
+//!     type Error = rocksdb::Error;
+//!
+//!     fn open(&mut self, _ctx: &CycleCtx<'_>) -> Result<rocksdb::DB, rocksdb::Error> {
+//!         let mut opts = rocksdb::Options::default();
+//!         opts.create_if_missing(true);
+//!         rocksdb::DB::open(&opts, &self.dir)
+//!     }
+//!
+//!     fn work(&mut self, db: &mut rocksdb::DB, ctx: &CycleCtx<'_>) -> Result<(), rocksdb::Error> {
+//!         db.put(b"offset", ctx.cycle.to_be_bytes())
+//!     }
+//!
+//!     fn close(&mut self, db: rocksdb::DB, _ctx: &CycleCtx<'_>) -> Result<(), rocksdb::Error> {
+//!         db.flush() // the DB closes when it drops, on return, whatever the flush did
+//!     }
+//!
+//!     fn data_dir(&self) -> Option<PathBuf> {
+//!         Some(self.dir.clone()) // made before the first cycle if it does not exist yet
+//!     }
+//! }
+//!
+//! #[test]
+//! fn offsets_release_what_they_allocate() -> Result<(), Box<dyn std::error::Error>> {
+//!     let dir = tempfile::tempdir()?;
+//!     let ledger = Ledger::new();
+//!     let mut store = Offsets { dir: dir.path().join("offsets") };
+//!     let outcome = leakcheck::check(&mut store, &ledger).run()?;
+//!     println!("{}", outcome.summary()); // one line: the verdict, what leaked and where
+//!     outcome.assert_clean();
+//!     Ok(())
+//! }
+//! # fn main() {}
+//! ```
+//!
+//! The byte signals judge it: what each cycle allocated and never gave back, by the stack that
+//! allocated it, so a leak is named at the line of your code that made what was kept. The rows
+//! whose source such a store never feeds read `not measured`, with the reason, neither clean nor
+//! a leak: the handle rows (nothing registered in the ledger), `swallowed_close_errors` (no
+//! [`CloseResult`](crate::CloseResult)), `integrity` (no `check`), `rocksdb_explained_bytes` (no
+//! `rocksdb_memory`). Add what applies: `fault_points` and `ctx.faults.check_error(..)` to fail a
+//! step (the default is none), `check` to read the data back after close. `examples/raw-store` in
+//! the repository is such a store with a failing flush, and the same store parking an options
+//! object on a failed flush, caught by its bytes at the line that made it.
