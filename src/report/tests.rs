@@ -252,7 +252,12 @@ fn annotations_are_workflow_commands_at_the_leaking_line() {
 #[test]
 fn junit_has_a_case_per_judged_signal_and_a_failure_per_leak() {
     use quick_xml::events::Event;
-    let (report, line) = leaking_report();
+    let (mut report, line) = leaking_report();
+    report.verdict.signals.push(crate::SignalVerdict::unmeasured(
+        crate::Signal::Integrity.into(),
+        crate::verdict::Rule::Exact { expected: 0.0 },
+        crate::verdict::Unmeasured::NoIntegrityCheck,
+    ));
     let xml = junit_xml(&report);
     let mut reader = quick_xml::Reader::from_str(&xml);
     let mut path: Vec<String> = Vec::new();
@@ -296,7 +301,7 @@ fn junit_has_a_case_per_judged_signal_and_a_failure_per_leak() {
                 assert!(attrs.contains_key("classname"));
                 cases.push(attrs["name"].clone());
             }
-            "failure" | "error" => {
+            "failure" | "error" | "skipped" => {
                 assert_eq!(parent, Some("testcase"));
                 failures.push((name.clone(), path.len(), attrs.clone()));
             }
@@ -314,6 +319,11 @@ fn junit_has_a_case_per_judged_signal_and_a_failure_per_leak() {
     assert_eq!(fails, leaks);
     assert_eq!(suites[0]["tests"], judged.len().to_string());
     assert_eq!(suites[0]["failures"], leaks.to_string());
+    // A signal that measured nothing is skipped, with its reason.
+    assert_eq!(suites[0]["skipped"], "1");
+    let skipped: Vec<_> = failures.iter().filter(|(n, _, _)| n == "skipped").collect();
+    assert_eq!(skipped.len(), 1);
+    assert!(skipped[0].2["message"].contains("the store defines no integrity check"), "{:?}", skipped[0].2);
     let handle =
         failures.iter().find(|(_, _, a)| a["message"].contains("Options handle")).expect("the handle's failure");
     assert!(handle.2["message"].contains(&format!("src/report/tests.rs:{line}")), "{:?}", handle.2);
@@ -388,4 +398,20 @@ fn a_clean_summary_says_what_it_rules_out_and_what_was_not_measured() {
     assert!(summary.contains("/cycle (unexplained_bytes)"), "{summary}");
     assert!(summary.ends_with("; not measured: integrity"), "{summary}");
     assert_eq!(text::table(&report).lines().next(), Some(summary.as_str()));
+}
+
+#[test]
+fn the_job_summary_opens_with_the_summary_and_lists_what_was_not_measured() {
+    let (mut report, _) = leaking_report();
+    report.verdict.signals.push(crate::SignalVerdict::unmeasured(
+        crate::Signal::SwallowedCloseErrors.into(),
+        crate::verdict::Rule::Exact { expected: 0.0 },
+        crate::verdict::Unmeasured::NoCloseResults,
+    ));
+    let md = github::summary(&report, std::path::Path::new("/"), None);
+    let mut lines = md.lines().filter(|l| !l.is_empty());
+    assert_eq!(lines.next(), Some("## leakcheck check: leak"));
+    assert!(lines.next().is_some_and(|l| l.starts_with("leak: live\\_handles.Options: 1 Options handle")), "{md}");
+    assert!(md.contains("### Not measured"), "{md}");
+    assert!(md.contains("- `swallowed_close_errors`: no close result was made"), "{md}");
 }
