@@ -52,15 +52,21 @@ impl RunReport {
                     // Its first sentence: the fix follows in the table.
                     Some(why) => format!("byte signals unavailable: {}", why.split(". ").next().unwrap_or(why)),
                     None => {
-                        let undecided: Vec<String> = findings
+                        let undecided: Vec<String> = v
+                            .signals
                             .iter()
-                            .filter(|f| f.verdict == Verdict::Inconclusive)
-                            .map(|f| f.message.clone())
+                            .filter(|s| !s.informational && s.verdict == Verdict::Inconclusive)
+                            // A corroborating signal's noise does not hold the run (as the verdict counts it).
+                            .filter(|s| !s.corroborating() || s.growth_evidenced())
+                            .map(|s| match s.more_cycles_needed {
+                                Some(n) => format!("{} (about {n} more cycles needed)", s.signal),
+                                None => s.signal.to_string(),
+                            })
                             .collect();
                         if undecided.is_empty() {
                             "no signal decided".to_string()
                         } else {
-                            format!("undecided: {}", undecided.join("; "))
+                            format!("undecided: {}", undecided.join(", "))
                         }
                     }
                 };

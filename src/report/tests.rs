@@ -348,6 +348,24 @@ fn a_run_of_a_few_samples_is_not_plotted_and_the_page_says_so() {
     let page = fs::read_to_string(dir.path().join(HTML_FILE)).expect("page");
     assert!(page.contains("Not plotted: 3 samples (the plots need 5 or more)."), "the page says why");
     assert!(!page.contains("data-plot="), "no panel");
+    // The summary is the page's headline and report.json's `summary`.
+    let summary = report.summary();
+    assert!(page.contains(&format!("<p id=\"headline\"><strong>{summary}</strong>")), "{summary}");
+    let json: serde_json::Value =
+        serde_json::from_slice(&fs::read(dir.path().join(REPORT_FILE)).expect("report.json")).expect("json");
+    assert_eq!(json["summary"], summary.as_str());
+    // An undecided run says which judged signals held it, and how many more cycles they need; a
+    // corroborating signal's noise does not.
+    let (mut undecided, _) = leaking_report();
+    undecided.verdict.verdict = crate::Verdict::Inconclusive;
+    for s in undecided.verdict.signals.iter_mut().filter(|s| !s.informational) {
+        s.verdict = crate::Verdict::Inconclusive;
+        s.more_cycles_needed = Some(120);
+    }
+    let summary = undecided.summary();
+    assert!(summary.starts_with("inconclusive after 150 cycles: undecided: "), "{summary}");
+    assert!(summary.contains("unexplained_bytes (about 120 more cycles needed)"), "{summary}");
+    assert!(!summary.contains("rss_anon_outside_jemalloc_bytes"), "corroborating only: {summary}");
 }
 
 #[test]
