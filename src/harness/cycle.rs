@@ -73,7 +73,8 @@ pub struct CycleRecord {
 
 impl CycleRecord {
     /// What the verdict's exact signals and per-firing attribution read of the record.
-    pub(crate) fn facts(&self) -> CycleFacts<'_> {
+    /// `ledger` says whether its sources ever reported (a handle registered, a close result made).
+    pub(crate) fn facts(&self, ledger: &Ledger) -> CycleFacts<'_> {
         CycleFacts {
             cycle: self.cycle,
             retained_handles: &self.retained_handles,
@@ -82,8 +83,8 @@ impl CycleRecord {
             swallowed_close_errors: self.swallowed_close_errors as u64,
             integrity_violations: self.integrity.total_violations(),
             integrity_checked: self.integrity.checked(),
-            handles_registered: false,
-            close_results_made: false,
+            handles_registered: ledger.registered_any(),
+            close_results_made: ledger.close_results_made(),
             faults_fired: &self.faults_fired,
         }
     }

@@ -282,10 +282,7 @@ impl<'a> Run<'a> {
         let ledger = self.c.ledger;
         self.c.bk.track(|| {
             self.shared.observe(ledger, &mut record);
-            let mut facts = record.facts();
-            facts.handles_registered = ledger.registered_any();
-            facts.close_results_made = ledger.close_results_made();
-            self.analysis.record(&facts);
+            self.analysis.record(&record.facts(ledger));
         });
         let sampled = cycle.is_multiple_of(cfg.sample_every.max(1)).then(|| self.sample(store, cycle, &record));
         self.cycles_run += 1;

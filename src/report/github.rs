@@ -60,8 +60,9 @@ pub fn summary(report: &RunReport, root: &Path, report_dir: Option<&Path>) -> St
     let mut out = String::new();
     let v = &report.verdict;
     let s = &report.settings;
+    let findings = report.findings();
     let _ = writeln!(out, "## leakcheck {}: {}\n", s.command, v.verdict);
-    let _ = writeln!(out, "{}\n", cell(&report.summary()));
+    let _ = writeln!(out, "{}\n", cell(&report.summary_of(&findings)));
     let _ = writeln!(
         out,
         "{}, {} cycles in {:.1} s, fault plan `{}` (seed {}).\n",
@@ -71,7 +72,6 @@ pub fn summary(report: &RunReport, root: &Path, report_dir: Option<&Path>) -> St
         if s.plan.is_empty() { "none" } else { &s.plan },
         s.seed
     );
-    let findings = report.findings();
     let (leaks, undecided): (Vec<&Finding>, Vec<&Finding>) = findings.iter().partition(|f| f.verdict == Verdict::Leak);
     if !leaks.is_empty() {
         let _ = writeln!(out, "### What leaked, and where\n");

@@ -247,8 +247,9 @@ fn verdict_section(page: &mut Page, r: &RunReport) {
     page.section("summary", "Verdict");
     // What leaked and where first: the findings with a place (a creating line, a stack) lead, the
     // signals that only counted come after them.
-    let leaks: Vec<_> = r.findings().into_iter().filter(|f| f.verdict == Verdict::Leak).collect();
-    let headline = r.summary();
+    let findings = r.findings();
+    let leaks: Vec<_> = findings.iter().filter(|f| f.verdict == Verdict::Leak).collect();
+    let headline = r.summary_of(&findings);
     let _ = writeln!(page.out, "<p id=\"headline\"><strong>{}</strong></p>", esc(&headline));
     if leaks.len() > 1 {
         let what: Vec<String> = leaks.iter().skip(1).map(|f| format!("{}: {}", f.signal, f.message)).collect();

@@ -5,7 +5,7 @@
 use serde::Serialize;
 
 use super::words::rate;
-use super::RunReport;
+use super::{Finding, RunReport};
 use crate::signal::Signal;
 use crate::verdict::RuleKind;
 use crate::Verdict;
@@ -15,6 +15,11 @@ impl RunReport {
     /// task 0_0); and 1 more`, `clean after 300 cycles: rules out a continuing leak above 12 B/cycle
     /// (unexplained_bytes), ..; not measured: integrity`, or `inconclusive after 800 cycles: ..`.
     pub fn summary(&self) -> String {
+        self.summary_of(&self.findings())
+    }
+
+    /// [`RunReport::summary`] from the report's findings, for a caller that has them already.
+    pub(crate) fn summary_of(&self, findings: &[Finding]) -> String {
         let v = &self.verdict;
         let not_measured: Vec<String> =
             v.signals.iter().filter(|s| !s.measured()).map(|s| s.signal.to_string()).collect();
@@ -23,7 +28,6 @@ impl RunReport {
         } else {
             format!("; not measured: {}", not_measured.join(", "))
         };
-        let findings = self.findings();
         let line = match v.verdict {
             Verdict::Leak => {
                 let leaks: Vec<_> = findings.iter().filter(|f| f.verdict == Verdict::Leak).collect();

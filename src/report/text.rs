@@ -15,8 +15,9 @@ const SAMPLING_BIAS_LG: u32 = 16;
 /// The table of `report`, as `check` prints it.
 pub(crate) fn table(r: &RunReport) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "{}", r.summary());
-    what_leaked(&mut out, r);
+    let findings = r.findings();
+    let _ = writeln!(out, "{}", r.summary_of(&findings));
+    what_leaked(&mut out, &findings);
     header(&mut out, r);
     signal_rows(&mut out, r);
     signal_notes(&mut out, r);
@@ -48,9 +49,9 @@ pub(crate) fn table(r: &RunReport) -> String {
 
 /// After the summary (which names the first), every finding that leaked, when there are several:
 /// what a reader acts on.
-fn what_leaked(out: &mut String, r: &RunReport) {
+fn what_leaked(out: &mut String, findings: &[crate::report::Finding]) {
     const SHOWN: usize = 5;
-    let leaks: Vec<_> = r.findings().into_iter().filter(|f| f.verdict == Verdict::Leak).collect();
+    let leaks: Vec<_> = findings.iter().filter(|f| f.verdict == Verdict::Leak).collect();
     if leaks.len() < 2 {
         let _ = writeln!(out);
         return;

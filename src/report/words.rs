@@ -302,8 +302,9 @@ pub(crate) fn totals_lines(r: &RunReport) -> Vec<String> {
     if let Some(b) = &r.verdict.baseline_return {
         let allowed = b.tolerance_bytes.saturating_add(b.data_allowance_bytes).saturating_add(b.suppressed_bytes);
         let mut line = format!(
-            "return to baseline: {}, within {} allowed ({}{})",
+            "return to baseline: {}, {} {} allowed ({}{})",
             b.verdict,
+            if b.verdict == Verdict::Leak { "beyond the" } else { "within" },
             human_bytes(allowed as f64),
             match (b.unexplained_delta_bytes, b.allocated_delta_bytes) {
                 (Some(u), Some(a)) => format!("unexplained {u:+}, allocated {a:+}"),
@@ -318,9 +319,7 @@ pub(crate) fn totals_lines(r: &RunReport) -> Vec<String> {
                 (None, None) => String::new(),
             }
         );
-        if b.verdict == Verdict::Leak {
-            line = line.replacen(", within ", ", beyond the ", 1);
-        } else if r.verdict.verdict == Verdict::Leak {
+        if b.verdict == Verdict::Clean && r.verdict.verdict == Verdict::Leak {
             // Clean here, a leak above: say why the two differ.
             let leaking = r.verdict.leaking_signals().iter().map(|s| s.to_string()).collect::<Vec<_>>().join(", ");
             let size = match r.verdict.leak_rate.as_ref().filter(|l| l.bytes_per_cycle > 0.0) {

@@ -524,15 +524,12 @@ impl Analysis {
                 for (kind, s) in &r.kinds {
                     out.push(s.verdict(SignalId::member(Signal::LiveHandlesOf, kind.as_str())));
                 }
-                let mut push = |signal: Signal, s: &Option<ExactSeries>, measured: Result<(), Unmeasured>| {
-                    out.extend(judged(signal, s, measured));
-                };
-                push(Signal::UnsharedCachesOpen, &r.unshared, handles);
-                push(Signal::DeclaredSharedGrowth, &r.shared_growth, handles);
+                out.extend(judged(Signal::UnsharedCachesOpen, &r.unshared, handles));
+                out.extend(judged(Signal::DeclaredSharedGrowth, &r.shared_growth, handles));
                 let closes = if r.close_results_made { Ok(()) } else { Err(Unmeasured::NoCloseResults) };
-                push(Signal::SwallowedCloseErrors, &r.swallowed, closes);
+                out.extend(judged(Signal::SwallowedCloseErrors, &r.swallowed, closes));
                 let checked = if r.integrity_checked { Ok(()) } else { Err(Unmeasured::NoIntegrityCheck) };
-                push(Signal::Integrity, &r.integrity, checked);
+                out.extend(judged(Signal::Integrity, &r.integrity, checked));
                 // A harness run without a data directory watched nothing under it.
                 if self.dir_fds.is_none() && self.dir_maps.is_none() && self.samples > 0 {
                     for signal in [Signal::OpenFdsUnderDir, Signal::MapsUnderDir] {
