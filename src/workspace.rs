@@ -9,6 +9,15 @@ pub mod generations {
     };
 }
 
+/// The rule that judges a site's residue by its age: the simulator of allocation histories
+/// (`leak_tests::simulate`) and its bench call it as the harness does.
+pub mod age {
+    pub use crate::verdict::retained::age::{
+        cycles_to_find, judge, rate_ruled_out, AgeFacts, Aged, Growth, History, Open, Span, LATE_HOLDS, POWER,
+        SCHEDULE_SLACK,
+    };
+}
+
 /// Call stacks: frames resolved and named, a stack's headline, the user's own function in it.
 pub mod stacks {
     pub use crate::probe::stacks::{headline, own_function};

@@ -41,6 +41,7 @@ pub mod recorded;
 #[allow(unsafe_code)]
 pub mod reference;
 pub mod sensitivity;
+pub mod simulate;
 
 /// Creates a store's directory, or says which one could not be made (the I/O error kept as the
 /// source, under the directory's name).

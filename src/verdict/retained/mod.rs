@@ -23,6 +23,8 @@
 //! warmed up, so a leak is rarely there alone, and a store whose handles open at once keep rising
 //! has high-water cycles throughout, a chance near 1, and no excuse.
 
+pub(crate) mod age;
+
 use serde::{Deserialize, Serialize};
 
 use super::model::{Estimate, Residue, Rule, SignalVerdict};
