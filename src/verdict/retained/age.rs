@@ -267,7 +267,7 @@ fn facts(h: &History<'_>, at: Span) -> AgeFacts {
     let window = 2 * window(h);
     // Old: older than twice the window (the last cycle run, `now`, has age 0).
     let old_to = at.now().checked_sub(window + 1).filter(|&b| b >= at.first);
-    let late_from = old_to.map_or(at.first, |b| at.first + (b - at.first + 1) / 2);
+    let late_from = old_to.map_or(at.first, |b| at.first + (b - at.first).div_ceil(2));
     let mut f = AgeFacts { window, old_to, late_from, old_holds: 0, late_holds: 0, old_bytes: 0, oldest: None };
     for (cycle, bytes) in unexplained(h, at) {
         f.oldest = f.oldest.or(Some(cycle));
