@@ -63,9 +63,10 @@ fn watched_sizes_have_their_stacks_named_and_others_none() {
     g.unwatch_all();
     assert_eq!(g.watched_classes(), (0, 0, 0, 0));
 
-    // A block kept across generations and grown in two later ones: its growths counted along the
-    // reallocs (moved or in place), each growth's stack taken though no size is watched. A
-    // growth within the generation that made the block, or before the first counted, is none.
+    // A block kept across generations and grown in three later ones: its chain follows the
+    // reallocs (moved or in place), its last rise and the one before, and the stack of a rise in a
+    // counted generation is taken though no size is watched. A growth within the generation that
+    // made the block is none.
     let made = g.advance();
     g.count_growths_from(made + 2);
     let mut list = keeps_a_rust_block(1000);
@@ -80,9 +81,12 @@ fn watched_sizes_have_their_stacks_named_and_others_none() {
     let survivors = g.survivors(made, second + 1);
     let kept: Vec<&Survivor> = survivors.iter().filter(|s| s.size >= 200_000).collect();
     assert_eq!(kept.len(), 1, "{survivors:?}");
-    assert_eq!((kept[0].generation, kept[0].growths), (second, 2), "{kept:?}");
+    let chain = kept[0].chain.unwrap_or_else(|| panic!("a block grown across generations has a chain: {kept:?}"));
+    assert_eq!((kept[0].generation, chain.last, chain.before), (second, second, first), "{kept:?}");
+    // 28,672 B to 229,376 B (jemalloc's classes of the exact capacities): eight times.
+    assert!((chain.factor - 8.0).abs() < 1e-9, "{chain:?}");
     assert_eq!(own(g, kept[0]), own_name_of_grows(g, kept[0]));
-    assert!(!g.drains(kept[0].stack.unwrap_or(0)), "a realloc's free of the old block is not a drain");
+    assert_eq!(g.turnover(kept[0].stack.unwrap_or(0)), None, "a realloc's free of the old block is no turnover");
     assert!(uncounted < first && first < second);
     drop(list);
 }

@@ -266,7 +266,6 @@ impl<'a> Cycler<'a> {
     pub(super) fn cycle<L: Lifecycle>(&mut self, store: &mut L, faults: &Faults, cycle: u64) -> CycleRecord {
         let (ledger, cfg) = (self.ledger, self.cfg);
         self.gens.cycle_begins(cycle);
-        let peak_rises = ledger.peak_rises();
         faults.set_cycle(cycle);
         let ctx = CycleCtx { cycle, ledger, faults };
         let mut work = Raw::Skipped;
@@ -298,10 +297,6 @@ impl<'a> Cycler<'a> {
         let release = &mut self.release;
         let counts = || cfg.suppressions.unsuppressed_counts(ledger, cycle + 1);
         let retained_handles = self.bk.track(|| release.wait(ledger, &counts, settle, cfg.handle_quiet));
-        // A mark raised by handles the cycle never gave back is a leak's, not a high-water mark.
-        if ledger.peak_rises() != peak_rises && retained_handles.is_empty() {
-            self.gens.handles_peaked(cycle);
-        }
         if !retained_handles.is_empty() {
             self.patience.patient = false;
         }

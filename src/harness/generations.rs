@@ -4,7 +4,9 @@
 use serde::{Deserialize, Serialize};
 
 use crate::probe::generations::{self, Generation, Generations, Live, MECHANISM};
-use crate::verdict::retained::{sites, Held, MIN_JUDGED_CYCLES};
+use crate::verdict::retained::age::{self, Span};
+use crate::verdict::retained::{sites, Held, SiteFacts};
+use crate::verdict::Consumer;
 use crate::verdict::Retained;
 
 /// What a run's generations hold at its end, for report.json's `generations`.
@@ -81,17 +83,18 @@ pub(crate) struct RunGenerations {
     let_go_panicked: bool,
     /// Declared-shared handles still alive after `let_go`.
     shared_alive: u64,
-    /// The cycles, in order, that raised the most handles of some kind ever alive at once.
-    peaks: Vec<u64>,
-    /// More than [`MAX_PEAKS`] cycles raised a high-water mark: none is kept.
-    peaks_overflowed: bool,
     /// Stacks named so far to match suppressions, and whether one matched: each stack is named
     /// once (the symbolizer's work, and its memory, do not grow with the looks).
     suppressed_stacks: std::cell::RefCell<std::collections::BTreeMap<u32, bool>>,
+    /// Stacks named so far to find the RocksDB consumer they fill (once each).
+    consumers: std::cell::RefCell<std::collections::BTreeMap<u32, Option<Consumer>>>,
+    /// The first look whose record found a leak (a leak found stays found).
+    leak_look: Option<Retained>,
+    /// What the last look's judged cycles held that the rule does not explain (residue at sites
+    /// that leak, are open or kept old residue, beyond a consumer's share; residue without a
+    /// stack), per cycle: what a leak the counter found must be.
+    unexplained: Vec<(u64, u64)>,
 }
-
-/// The most cycles that raised a handle high-water mark a run keeps.
-const MAX_PEAKS: usize = 4096;
 
 /// Stacks per cycle, about, that a watched size class costs: a class more common than this is
 /// sampled (one allocation in `allocations / budget`). A leak of a size that common has some of
@@ -117,7 +120,7 @@ impl RunGenerations {
         let setup = gens.map_or(0, Generations::advance);
         if let Some(g) = gens {
             g.unwatch_all();
-            g.clear_drained();
+            g.start_run(setup);
             g.count_growths_from(u32::try_from(u64::from(setup) + 1 + watch_from).unwrap_or(u32::MAX));
         }
         RunGenerations {
@@ -129,9 +132,10 @@ impl RunGenerations {
             watch_from,
             let_go_panicked: false,
             shared_alive: 0,
-            peaks: Vec::new(),
-            peaks_overflowed: false,
             suppressed_stacks: Default::default(),
+            consumers: Default::default(),
+            leak_look: None,
+            unexplained: Vec::new(),
         }
     }
 
@@ -178,22 +182,6 @@ impl RunGenerations {
         }
     }
 
-    /// Notes that cycle `cycle` raised the most handles of some kind ever alive at once (the
-    /// ledger's high-water marks): a table sized by the handles open at once grows then.
-    pub(crate) fn handles_peaked(&mut self, cycle: u64) {
-        if self.peaks_overflowed || self.peaks.last().is_some_and(|&c| c >= cycle) {
-            return;
-        }
-        if self.peaks.len() >= MAX_PEAKS {
-            // A store whose handles open at once keep rising: the peaks explain nothing then
-            // (they are most cycles), and the record stays bounded.
-            self.peaks_overflowed = true;
-            self.peaks = Vec::new();
-            return;
-        }
-        generations::bookkeeping(|| self.peaks.push(cycle));
-    }
-
     /// Whether this run's allocations are recorded by generation.
     pub(crate) fn recorded(&self) -> bool {
         self.gens.is_some() && !self.interleaved
@@ -215,7 +203,13 @@ impl RunGenerations {
         u32::try_from(u64::from(self.setup) + offset).unwrap_or(u32::MAX)
     }
 
-    /// What cycles `from..=to` made and still hold, each with its cycle.
+    /// The cycle of generation `g` (the set-up's and any before it: cycle 0).
+    fn cycle_of(&self, g: Generation) -> u64 {
+        u64::from(g.saturating_sub(self.setup + 1))
+    }
+
+    /// What cycles `from..=to` made and still hold, each with its cycle and its container's growth
+    /// in cycles.
     fn held(&self, g: &Generations, from: u64, to: u64) -> Vec<Held> {
         let first = self.generation(Some(from));
         g.survivors(first, self.generation(Some(to)))
@@ -224,51 +218,99 @@ impl RunGenerations {
                 cycle: u64::from(s.generation - first) + from,
                 size: s.size,
                 stack: s.stack,
-                growths: s.growths,
+                chain: s
+                    .chain
+                    .map(|c| age::ContainerGrowth::new(self.cycle_of(c.last), self.cycle_of(c.before), c.factor)),
             })
             .collect()
     }
 
-    /// Whether what cycles `from..` (all but the youngest) hold now already settles their bytes
-    /// clean: at least [`MIN_JUDGED_CYCLES`] of them, no allocating stack holding what two of them
-    /// allocated nor a block two of them grew, and no size without a stack held from two of them,
-    /// or from one of them beside a stacked block of that size from another (a leak in a sampled
-    /// size, or a rare one whose first firing came before its size was watched, shows that way
-    /// before its stacks recur). Read before the store lets go of what it keeps: letting go only
-    /// frees, so the end's record holds no more than this.
-    /// What the stacks a suppression names hold is left out (named once each, cached).
-    pub(crate) fn settled(&self, from: u64, suppressions: &crate::Suppressions) -> bool {
-        let Some((g, to)) = self.judged_record() else {
-            return false;
-        };
-        if to + 1 < from + MIN_JUDGED_CYCLES {
-            return false;
-        }
-        let mut held = self.held(g, from, to);
-        let mut mask = self.suppressed_of(g, &held, suppressions).into_iter();
-        held.retain(|_| !mask.next().unwrap_or(false));
-        let unstacked: std::collections::BTreeMap<u64, u64> =
-            held.iter().filter(|h| h.stack.is_none()).map(|h| (h.size, h.cycle)).collect();
-        if held.iter().any(|h| h.stack.is_some() && unstacked.get(&h.size).is_some_and(|&c| c != h.cycle)) {
-            return false;
-        }
-        // A stack that stopped taking settles nothing at a look: its chance is tested once, at the
-        // end of a run whose length the record did not choose.
-        unnamed_sites(g, &held, from, to, &self.peaks)
-            .iter()
-            .all(|s| !s.recurs() && !s.stopped() && (s.stacked || s.cycles_holding < 2))
+    /// The RocksDB consumer stack `id` fills, named once.
+    fn consumer_of(&self, g: &Generations, id: u32) -> Option<Consumer> {
+        *self.consumers.borrow_mut().entry(id).or_insert_with(|| Consumer::of_frames(&frames_of(g, id)))
     }
 
-    /// Whether a stack holding what two or more of cycles `from..` allocated may yet turn out to
-    /// have stopped taking (its [`steady_chance`](crate::verdict::RetainedSite::steady_chance) below
-    /// [`STOPPED_UNDECIDED`](crate::verdict::retained::STOPPED_UNDECIDED)): check
-    /// then goes on rather than stop at a look.
-    pub(crate) fn stop_undecided(&self, from: u64) -> bool {
-        let Some((g, to)) = self.judged_record() else {
-            return false;
-        };
+    /// Judges what cycles `from..` (all but the youngest) hold now with the age rule: at a look
+    /// while the run goes (`named`: every site's frames, for the end's report; else only the
+    /// sites that leak or are open), with `reported`, what the store's last sample said RocksDB
+    /// accounts for. What `suppressions` accept is marked. A leak found stays found: the first
+    /// look that found one is kept ([`RunGenerations::leak_found`]).
+    pub(crate) fn look(
+        &mut self,
+        from: u64,
+        suppressions: &crate::Suppressions,
+        reported: Option<&crate::probe::RocksDbMemory>,
+        named: bool,
+    ) -> Option<Retained> {
+        let (g, to) = self.judged_record()?;
         let from = from.min(to);
-        unnamed_sites(g, &self.held(g, from, to), from, to, &self.peaks).iter().any(|s| s.stop_undecided())
+        let mut r = Retained::of(from, to, (from..=to).map(|c| (c, g.live(self.generation(Some(c))))));
+        r.cycles_run = self.cycles;
+        if r.allocations > 0 {
+            let held = self.held(g, from, to);
+            let cycle_of_gen = |gen: Generation| self.cycle_of(gen);
+            let name = |id: u32| frames_of(g, id);
+            let turnover = |id: u32| g.turnover(id).map(u64::from);
+            let class_turnover = |size: u64| g.class_turnover(size).map(u64::from);
+            let first_seen = |id: u32| g.first_seen(id).map(cycle_of_gen);
+            let consumer = |id: u32| self.consumer_of(g, id);
+            let facts = SiteFacts {
+                name: &name,
+                turnover: &turnover,
+                class_turnover: &class_turnover,
+                first_seen: &first_seen,
+                consumer: &consumer,
+                reported,
+            };
+            let all = generations::bookkeeping(|| sites(&held, Span { first: from, last: to }, &facts, named));
+            let unexplained = generations::bookkeeping(|| self.unexplained_of(g, &held, &all, suppressions));
+            r = generations::bookkeeping(|| r.with_sites_suppressed(all, suppressions));
+            self.unexplained = unexplained;
+        } else {
+            self.unexplained.clear();
+        }
+        if r.leaks() && self.leak_look.is_none() {
+            self.leak_look = Some(generations::bookkeeping(|| r.clone()));
+        }
+        Some(r)
+    }
+
+    /// The first look's record that found a leak, if one did.
+    pub(crate) fn leak_found(&self) -> Option<&Retained> {
+        self.leak_look.as_ref()
+    }
+
+    /// Per cycle, what `held` (judged at `sites`) holds that the rule does not explain as state:
+    /// residue at sites that leak, are open, or keep old residue, beyond a consumer's share;
+    /// residue without a stack. Not what a suppression accepts.
+    fn unexplained_of(
+        &self,
+        g: &Generations,
+        held: &[Held],
+        sites: &[crate::verdict::RetainedSite],
+        suppressions: &crate::Suppressions,
+    ) -> Vec<(u64, u64)> {
+        let share: std::collections::BTreeMap<u32, f64> =
+            sites.iter().filter_map(|s| Some((s.stack?, s.unexplained_share()))).collect();
+        let mask = self.suppressed_of(g, held, suppressions);
+        let mut per_cycle: std::collections::BTreeMap<u64, f64> = Default::default();
+        for (h, suppressed) in held.iter().zip(mask) {
+            let keep = match h.stack {
+                _ if suppressed => 0.0,
+                None => 1.0,
+                Some(id) => share.get(&id).copied().unwrap_or(1.0),
+            };
+            *per_cycle.entry(h.cycle).or_default() += h.size as f64 * keep;
+        }
+        per_cycle.into_iter().map(|(c, b)| (c, b as u64)).filter(|&(_, b)| b > 0).collect()
+    }
+
+    /// What the last look found cycles `from..=to` hold that the rule does not explain as state
+    /// ([`RunGenerations::look`]): what a leak the counter found over those cycles must be, if it
+    /// is memory they kept.
+    pub(crate) fn unexplained_bytes(&self, from: u64, to: u64) -> Option<i64> {
+        self.judged_record()?;
+        Some(self.unexplained.iter().filter(|(c, _)| (from..=to).contains(c)).map(|&(_, b)| b as i64).sum())
     }
 
     /// This run's record and the last cycle it judges (all but the youngest), when generations
@@ -346,21 +388,12 @@ impl RunGenerations {
             .collect()
     }
 
-    /// What cycles `from..` (all but the youngest) still hold, when generations were recorded.
-    /// What `suppressions` accept is marked ([`Retained::with_sites_suppressed`]).
-    pub(crate) fn retained(&self, from: u64, suppressions: &crate::Suppressions) -> Option<Retained> {
-        let (g, to) = self.judged_record()?;
-        let from = from.min(to);
-        let mut r = Retained::of(from, to, (from..=to).map(|c| (c, g.live(self.generation(Some(c))))));
-        if r.allocations > 0 {
-            let held = self.held(g, from, to);
-            let name = |id: u32| frames_of(g, id);
-            let drains = |id: u32| g.drains(id);
-            r = generations::bookkeeping(|| {
-                r.with_sites_suppressed(sites(&held, from..=to, &name, &drains, &self.peaks), suppressions)
-            });
+    /// Stops noting frees in the turnover windows: the store is about to let go of what it keeps
+    /// across cycles, and that teardown says nothing of how its stacks turn over.
+    pub(crate) fn stop_judging(&self) {
+        if let Some(g) = self.gens {
+            g.stop_judging();
         }
-        Some(r)
     }
 
     /// What every generation of the run holds now, thinned to at most `max` entries.
@@ -415,17 +448,6 @@ impl RunGenerations {
             sampled_sizes: classes.3,
         }
     }
-}
-
-/// `held` grouped by stack as the verdict groups it, the stacks unnamed: for decisions at a look.
-fn unnamed_sites(
-    g: &Generations,
-    held: &[Held],
-    from: u64,
-    to: u64,
-    peaks: &[u64],
-) -> Vec<crate::verdict::RetainedSite> {
-    sites(held, from..=to, &|_| Vec::new(), &|id| g.drains(id), peaks)
 }
 
 /// A recorded stack's frames, named, innermost first, cut where the harness called the store

@@ -216,6 +216,8 @@ struct Run<'a> {
     analysis: Analysis,
     /// The verdict of the last look.
     judged: Option<RunVerdict>,
+    /// The record as its last look judged it.
+    retained: Option<crate::verdict::Retained>,
     cycles_run: u64,
     stopped: Option<Stopped>,
     first_leak_cycle: Option<u64>,
@@ -259,6 +261,7 @@ impl<'a> Run<'a> {
             samples,
             analysis,
             judged: None,
+            retained: None,
             cycles_run: 0,
             stopped: None,
             first_leak_cycle: None,
@@ -268,8 +271,8 @@ impl<'a> Run<'a> {
         }
     }
 
-    /// One cycle, its sample when one is due, the look when one is due, and the observer;
-    /// `Break` when the observer stops the run or check's verdict is decided.
+    /// One cycle, its sample when one is due, the record's look and the counter's look when due,
+    /// and the observer; `Break` when the observer stops the run or check's verdict is decided.
     fn cycle<L: Lifecycle>(
         &mut self,
         store: &mut L,
@@ -287,24 +290,25 @@ impl<'a> Run<'a> {
         let sampled = cycle.is_multiple_of(cfg.sample_every.max(1)).then(|| self.sample(store, cycle, &record));
         self.cycles_run += 1;
         let look = cfg.look_after(&self.judged_cfg, cycle + 1);
+        let warmup = self.judged_cfg.warmup_cycles as u64;
+        // The record at its own looks and at the counter's: what the judged cycles hold, by age.
+        if look.is_some() || record_look_due(cycle + 1, warmup) {
+            let reported = sampled.as_ref().map_or_else(|| store.rocksdb_memory(), |s| s.sample.rocksdb.clone());
+            self.look_at_the_record(reported.as_ref(), false);
+        }
         if let Some(look) = look {
+            let (analysis, gens, retained) = (&mut self.analysis, &self.c.gens, self.retained.as_ref());
+            let v = self.c.bk.track(|| with_the_record(analysis.look(look), analysis, gens, retained, warmup));
             // The verdict it replaces is dropped inside the bookkeeping too.
-            self.c.bk.track(|| self.judged = Some(self.analysis.look(look)));
+            self.c.bk.track(|| self.judged = Some(v));
         }
         // Asked only while its answer is used: to stop, or until the first leak is known.
         let exact_leak =
             (cfg.stop_on_exact_leak || self.first_leak_cycle.is_none()).then(|| self.analysis.exact_leak()).flatten();
-        // A leak the look found only by the counter's growth rule, where the judged cycles held
-        // less than that leak would have left (what the end checks too): not decided by it.
-        let warmup = self.judged_cfg.warmup_cycles as u64;
-        let refutation = if look.is_some() { self.leak_refuted_by_the_record(warmup) } else { None };
-        let refuted = refutation.is_some();
-        if self.first_leak_cycle.is_none() {
-            let judged_leak =
-                look.is_some() && !refuted && self.judged.as_ref().is_some_and(|v| v.verdict == Verdict::Leak);
-            if exact_leak.is_some() || judged_leak {
-                self.first_leak_cycle = Some(cycle);
-            }
+        let record_leak = self.c.gens.leak_found().is_some();
+        let judged_leak = look.is_some() && self.judged.as_ref().is_some_and(|v| v.verdict == Verdict::Leak);
+        if self.first_leak_cycle.is_none() && (exact_leak.is_some() || judged_leak || record_leak) {
+            self.first_leak_cycle = Some(cycle);
         }
         // The observer runs outside the bookkeeping: what it keeps is not the harness's, and
         // must not be subtracted from the bytes judged.
@@ -316,31 +320,12 @@ impl<'a> Run<'a> {
             judged: self.judged.as_ref().filter(|_| look.is_some()),
             first_leak_cycle: self.first_leak_cycle,
         };
-        // Decided at a look: the verdict, or, where only the counter's growth rule is undecided, a
-        // record of the judged cycles that already settles their bytes (what the end's record,
-        // after the store lets go, would judge clean). Not while a stack of the record may yet
-        // turn out to have stopped taking: more cycles tell.
+        // Decided: a leak the record found (at any of its looks: a leak found stays found), or a
+        // look's verdict, the record's joined to the counter's, that is a leak or clean.
         let decided = cfg.decide_after.is_some()
-            && look.is_some()
-            && self.judged.as_ref().is_some_and(|v| match v.verdict {
-                // Every leak the counter's, refuted by the record, and the rest clean: decided
-                // clean once the record settles the bytes (the end would judge it so).
-                Verdict::Leak => match refutation {
-                    None => true,
-                    Some(rest_clean) => {
-                        rest_clean
-                            && self.c.bk.track(|| self.c.gens.settled(warmup, &self.cfg.suppressions))
-                            && !self.c.bk.track(|| self.c.gens.stop_undecided(warmup))
-                    }
-                },
-                Verdict::Clean => !self.c.bk.track(|| self.c.gens.stop_undecided(warmup)),
-                Verdict::NotMeasured => false,
-                Verdict::Inconclusive => {
-                    self.bytes_visible
-                        && v.undecided_only_by_the_counter()
-                        && self.c.bk.track(|| self.c.gens.settled(warmup, &self.cfg.suppressions))
-                }
-            });
+            && (record_leak
+                || look.is_some()
+                    && self.judged.as_ref().is_some_and(|v| matches!(v.verdict, Verdict::Leak | Verdict::Clean)));
         // The observer is the caller's monitoring (the runner's progress and reports), not the
         // store: what it allocates is not charged to the cycle's generation.
         let asked = crate::probe::generations::bookkeeping(|| observe(&progress)).is_break();
@@ -370,6 +355,18 @@ impl<'a> Run<'a> {
         }
     }
 
+    /// Reads and judges the record now ([`RunGenerations::look`](super::generations::RunGenerations::look)),
+    /// when this run's native allocations are recorded.
+    fn look_at_the_record(&mut self, reported: Option<&crate::probe::RocksDbMemory>, named: bool) {
+        if !self.bytes_visible || !self.c.gens.recorded() {
+            return;
+        }
+        let warmup = self.judged_cfg.warmup_cycles as u64;
+        let (gens, suppressions) = (&mut self.c.gens, &self.cfg.suppressions);
+        let r = self.c.bk.track(|| gens.look(warmup, suppressions, reported, named));
+        self.c.bk.track(|| self.retained = r);
+    }
+
     /// The settled sample after `record`'s cycle, given to the analysis. A sample that holds
     /// more files than the baseline makes later settles impatient (a leak is established).
     fn sample<L: Lifecycle>(&mut self, store: &L, cycle: u64, record: &CycleRecord) -> CycleSample {
@@ -384,47 +381,58 @@ impl<'a> Run<'a> {
         sample
     }
 
-    /// After the last cycle: the last sample and the last look (the one the run stopped at,
-    /// judged again as the last, which can only turn growth evidenced below the budget from
-    /// inconclusive to clean; else one more), then the record of what the cycles still hold
-    /// once the store lets go.
+    /// After the last cycle: the last sample, the record's last look while the store still holds
+    /// what it keeps across cycles, and the last look (the one the run stopped at, judged again as
+    /// the last, which can only turn growth evidenced below the budget from inconclusive to clean;
+    /// else one more); then the store lets go (frees no longer count as turnover) and the record
+    /// is read again, named, for the report: a leak found at a look stays found.
     fn finish<L: Lifecycle>(mut self, store: &mut L, unavailable: Option<String>) -> HarnessReport {
         let cfg = self.cfg;
         let mut last = with_rocksdb(store, self.probe.settle(cfg.settle, None).sample);
         last.bookkeeping_bytes = self.c.bk.bytes();
+        if unavailable.is_none() {
+            self.look_at_the_record(last.rocksdb.as_ref(), false);
+        }
+        let warmup = self.judged_cfg.warmup_cycles as u64;
         let mut verdict = crate::probe::generations::bookkeeping(|| self.last_look(&last, unavailable.clone()));
         // The ledger as the run left it (declared-shared handles still listed), then the store lets
         // go of what it keeps across cycles, and what the cycles still hold after that is theirs.
         let ledger = self.c.bk.track(|| self.c.ledger.report());
-        let warmup = self.judged_cfg.warmup_cycles as u64;
+        let mut retained = None;
         if unavailable.is_none() && self.c.gens.recorded() {
             // What the cycles held when the counter was last read, where its leaks would be.
-            let (analysis, gens, suppressions) = (&self.analysis, &self.c.gens, &self.cfg.suppressions);
-            self.c.bk.track(|| record_holds(analysis, gens, suppressions, &mut verdict, warmup));
+            let (analysis, gens) = (&self.analysis, &self.c.gens);
+            self.c.bk.track(|| record_holds(analysis, gens, &mut verdict, warmup));
+            self.c.gens.stop_judging();
             if catch_unwind(AssertUnwindSafe(|| store.let_go())).is_err() {
                 self.c.gens.let_go_panicked();
             }
             self.probe.settle(cfg.settle, None);
-            // A declared-shared handle still alive (a cache the store did not let go of) may hold
-            // what many cycles allocated, from one stack: retained_bytes is then shown, not judged.
+            // A declared-shared handle still alive (a cache the store did not let go of) is noted.
             let shared =
                 self.c.bk.track(|| self.c.ledger.report().declared_shared.iter().map(|g| g.count).sum::<u64>());
             if shared > 0 {
                 self.c.gens.shared_still_alive(shared);
             }
+            self.look_at_the_record(store.rocksdb_memory().as_ref(), true);
+            retained = self.c.bk.track(|| {
+                let end = self.retained.take().map(|mut r| {
+                    r.after_let_go = true;
+                    r
+                });
+                self.c.gens.leak_found().cloned().or(end)
+            });
         }
         // What the generations hold once the last cycle settled; everything after is the harness's.
-        let (generations, retained, suppressed) = self.c.bk.track(|| match &unavailable {
+        let (generations, suppressed) = self.c.bk.track(|| match &unavailable {
             // Native allocations not visible (or treated so): the generations judge nothing either.
             Some(reason) => {
                 let notice = format!("allocation generations unused: {reason}");
-                (GenerationsReport { notice: Some(notice), ..GenerationsReport::default() }, None, 0)
+                (GenerationsReport { notice: Some(notice), ..GenerationsReport::default() }, 0)
             }
-            None => (
-                self.c.gens.report(MAX_GENERATIONS_LISTED),
-                self.c.gens.retained(warmup, &self.cfg.suppressions),
-                self.c.gens.suppressed_held_bytes(&self.cfg.suppressions),
-            ),
+            None => {
+                (self.c.gens.report(MAX_GENERATIONS_LISTED), self.c.gens.suppressed_held_bytes(&self.cfg.suppressions))
+            }
         });
         verdict.allow_suppressed_bytes(suppressed);
         crate::probe::generations::bookkeeping(|| self.report(last, verdict, ledger, generations, retained))
@@ -445,23 +453,6 @@ impl<'a> Run<'a> {
         verdict
     }
 
-    /// Whether the last look's verdict is a leak only by the counter's growth rule, every such
-    /// leak contradicted by what the record held where it would be ([`record_holds`]).
-    /// `Some(rest_clean)` when refuted: whether every other judged signal is clean.
-    fn leak_refuted_by_the_record(&mut self, warmup: u64) -> Option<bool> {
-        let judged = self.judged.as_ref().filter(|v| v.verdict == Verdict::Leak)?;
-        if !self.bytes_visible || !self.c.gens.recorded() {
-            return None;
-        }
-        // Naming stacks to match suppressions reads debug info the process keeps: the harness's.
-        let (analysis, gens, suppressions) = (&self.analysis, &self.c.gens, &self.cfg.suppressions);
-        self.c.bk.track(|| {
-            let mut v = judged.clone();
-            record_holds(analysis, gens, suppressions, &mut v, warmup);
-            v.leaks_refuted_by_the_record().then(|| v.clean_but_for_refuted_counter_leaks())
-        })
-    }
-
     /// The report, with the record's verdict added to the last look's.
     fn report(
         self,
@@ -473,11 +464,7 @@ impl<'a> Run<'a> {
     ) -> HarnessReport {
         let suppressions = self.cfg.suppressions.uses(&ledger, retained.as_ref(), self.cycles_run);
         if let Some(r) = retained {
-            let mut v = crate::verdict::retained::verdict(r);
-            // What a cache still alive holds may look like a leak: such a leak is shown, not judged.
-            // A clean record is clean with it counted.
-            v.informational |= generations.shared_alive > 0 && v.verdict == Verdict::Leak;
-            verdict.add_retained(v);
+            verdict.add_retained(crate::verdict::retained::verdict(r));
         }
         HarnessReport {
             cycles_run: self.cycles_run,
@@ -497,20 +484,42 @@ impl<'a> Run<'a> {
     }
 }
 
-/// Notes, on each leak the counter's growth rule found, what the cycles it grew over (those the
-/// record judges, from `warmup`) hold now, less what the stacks a suppression names hold.
-fn record_holds(
+/// `v` (a look's verdict) with the record's: what the counter's leaks and undecided growth would
+/// leave in the cycles they grew over, and `retained_bytes` as the record's last look judged it
+/// (or the look that found a leak).
+fn with_the_record(
+    mut v: RunVerdict,
     analysis: &Analysis,
     gens: &super::generations::RunGenerations,
-    suppressions: &crate::Suppressions,
-    verdict: &mut RunVerdict,
+    retained: Option<&crate::verdict::Retained>,
     warmup: u64,
-) {
+) -> RunVerdict {
+    if let Some(r) = retained {
+        record_holds(analysis, gens, &mut v, warmup);
+        v.add_retained(crate::verdict::retained::verdict(gens.leak_found().unwrap_or(r).clone()));
+    }
+    v
+}
+
+/// Cycles between the record's own looks (besides the counter's), once enough cycles are judged
+/// for a clean record to rule something out: a leak stops check at the look that finds it.
+const RECORD_LOOK_EVERY: u64 = 5;
+
+/// Whether the record's own look is due after `done` cycles.
+fn record_look_due(done: u64, warmup: u64) -> bool {
+    let first = warmup + crate::verdict::retained::min_judged_cycles() + 1;
+    done >= first && (done - first).is_multiple_of(RECORD_LOOK_EVERY)
+}
+
+/// Notes, on each leak and each undecided growth of the counter's growth rule, what the cycles it
+/// grew over (those the record judges, from `warmup`) hold that the record's last look did not
+/// explain as state, less what the stacks a suppression names hold.
+fn record_holds(analysis: &Analysis, gens: &super::generations::RunGenerations, verdict: &mut RunVerdict, warmup: u64) {
     let Some(to) = gens.last_judged() else {
         return;
     };
     for (signal, first, last, would) in analysis.leaks_would_hold(verdict, warmup.min(to), to) {
-        if let Some(bytes) = gens.held_bytes_unsuppressed(first, last, suppressions) {
+        if let Some(bytes) = gens.unexplained_bytes(first, last) {
             let holds =
                 crate::verdict::RecordHolds { from_cycle: first, to_cycle: last, bytes, leak_would_hold: would };
             verdict.note_record_holds(&signal, holds);

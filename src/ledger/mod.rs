@@ -120,8 +120,6 @@ pub(crate) struct KindCounters {
     pub(crate) released: AtomicU64,
     /// Live handles declared shared.
     pub(crate) shared_live: AtomicU64,
-    /// The most handles of the kind alive at once so far.
-    pub(crate) peak: AtomicU64,
 }
 
 /// The per-handle record kept at [`Depth::Sites`] and above.
@@ -167,8 +165,6 @@ pub(crate) struct Inner {
     other: Mutex<Vec<(&'static str, Arc<KindCounters>)>>,
     pub(crate) entries: Mutex<Entries>,
     pub(crate) swallowed: Mutex<Vec<SwallowedCloseError>>,
-    /// How many times a kind's live count rose above its most so far.
-    peak_rises: AtomicU64,
     /// Close results made ([`CloseResult::new`]): whether swallowed close errors could be seen.
     pub(crate) close_results: AtomicU64,
 }
@@ -229,7 +225,6 @@ impl Ledger {
                 other: Mutex::new(Vec::new()),
                 entries: Mutex::new(Entries::default()),
                 swallowed: Mutex::new(Vec::new()),
-                peak_rises: AtomicU64::new(0),
                 close_results: AtomicU64::new(0),
             }),
         }
@@ -286,12 +281,7 @@ impl Ledger {
         crate::probe::generations::bookkeeping(|| {
             let counters = self.counters(kind);
             let c = counters.get(&self.inner);
-            let created = c.created.fetch_add(1, Ordering::Relaxed) + 1;
-            let live = created.saturating_sub(c.released.load(Ordering::Relaxed));
-            // A load first: the read-modify-write only when a new high is likely.
-            if live > c.peak.load(Ordering::Relaxed) && c.peak.fetch_max(live, Ordering::Relaxed) < live {
-                self.inner.peak_rises.fetch_add(1, Ordering::Relaxed);
-            }
+            c.created.fetch_add(1, Ordering::Relaxed);
             let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
             let depth = self.depth();
             let has_entry = depth >= Depth::Sites;
@@ -356,12 +346,6 @@ impl Ledger {
                 (retained > 0).then(|| (k.name().to_string(), retained))
             })
             .collect()
-    }
-
-    /// How many times some kind's live count rose above the most of that kind ever alive at once:
-    /// it moves only when the store holds more handles of a kind at once than ever before.
-    pub(crate) fn peak_rises(&self) -> u64 {
-        self.inner.peak_rises.load(Ordering::Acquire)
     }
 
     /// Whether any handle was ever registered: without one the handle signals measured nothing.
@@ -592,28 +576,5 @@ impl Drop for Hold {
             }
         }
         // The Arc drops after this: the last hold releases the native object.
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_high_water_mark_rises_only_when_more_are_alive_at_once_than_ever() {
-        let ledger = Ledger::with_depth(Depth::Counts);
-        let (cf, db) = (HandleKind::Other("cf"), HandleKind::Other("db"));
-        let a = ledger.register(cf);
-        let b = ledger.register(cf);
-        assert_eq!(ledger.peak_rises(), 2);
-        drop(a);
-        let c = ledger.register(cf);
-        assert_eq!(ledger.peak_rises(), 2, "back to two alive: no new high");
-        let d = ledger.register(cf);
-        assert_eq!(ledger.peak_rises(), 3);
-        drop((b, c, d));
-        let _e = ledger.register(cf);
-        let _f = ledger.register(db);
-        assert_eq!(ledger.peak_rises(), 4, "each kind has its own mark");
     }
 }

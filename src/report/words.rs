@@ -104,35 +104,120 @@ pub(crate) fn retained_line(r: &crate::verdict::Retained) -> String {
     line
 }
 
-/// What a clean `retained_bytes` rules out: any allocating stack that kept what two of the judged
-/// cycles allocated, whatever its size, exactly where every allocation of the size had its stack
-/// taken, and where the size was sampled once two of the leak's sampled blocks stay.
+/// What a clean `retained_bytes` rules out: a leak of any size recurring in a fraction of the
+/// judged cycles at least the one [`Retained::rate_ruled_out`](crate::verdict::Retained) states,
+/// at a stack that gives nothing back (a stack that turns over: beyond twice its window), with
+/// the rule's power; and how many sizes were sampled rather than stacked in full.
 pub(crate) fn retained_rules_out(r: &crate::verdict::Retained, g: &crate::harness::GenerationsReport) -> String {
-    let mut line = format!(
-        "retained_bytes clean: rules out a leak of any size that kept, at one allocating stack, what 2 or more of \
-         cycles {}-{} allocated (a leak from cycle {} on shows by cycle {})",
-        r.from_cycle,
-        r.to_cycle,
-        r.from_cycle,
-        r.from_cycle + 2
-    );
-    let stopped = r.sites.iter().filter(|s| s.stopped()).count();
-    if stopped > 0 {
-        line.push_str(&format!(
-            "; {stopped} stack{} took from early cycles only, or only from cycles that raised a handle high-water \
-             mark, a chance below {} for a steady leak's takings: stopped (a high-water mark), listed",
-            if stopped == 1 { "" } else { "s" },
-            crate::verdict::retained::STOPPED_ALPHA
-        ));
-    }
+    let power = crate::verdict::retained::age::POWER * 100.0;
+    let mut line = match r.rate_ruled_out() {
+        Some(p) => format!(
+            "retained_bytes clean: rules out, at {power:.0}% power, a leak of any size recurring in 1 of every {} of \
+             cycles {}-{} or more often, at a stack that gives nothing back (one that turns over: in what outlives \
+             twice its window)",
+            format_every(p),
+            r.from_cycle,
+            r.to_cycle
+        ),
+        None => format!(
+            "retained_bytes clean: cycles {}-{} judged, too few to rule out even a leak in every cycle",
+            r.from_cycle, r.to_cycle
+        ),
+    };
     if g.sampled_sizes > 0 {
         line.push_str(&format!(
             "; {} of the {} sizes left behind were sampled at the end (more allocations a cycle than stacks taken): a \
-             leak among them shows once 2 of its sampled blocks stay",
+             leak among them recurs at its stack in the share of its firings that were stacked",
             g.sampled_sizes, g.watched_sizes
         ));
     }
     line
+}
+
+/// `1 / p` in words: `12 cycles`, `1.3 cycles`.
+fn format_every(p: f64) -> String {
+    let every = 1.0 / p.max(1e-12);
+    if every >= 10.0 {
+        format!("{every:.0} cycles")
+    } else {
+        format!("{every:.1} cycles")
+    }
+}
+
+/// One site of the record, as the notes list it: what the rule said, what it holds, where.
+pub(crate) fn site_line(site: &crate::verdict::RetainedSite) -> String {
+    use crate::verdict::{Aged, Open};
+    let cycles = match site.cycles_holding {
+        1 => format!("cycle {}", site.first_cycle),
+        n => format!("{n} cycles ({}-{})", site.first_cycle, site.last_cycle),
+    };
+    let window =
+        |w: u64| if w == 0 { "gives nothing back".to_string() } else { format!("gives back at ages up to {}", w / 2) };
+    let (label, why) = match (site.suppressed.as_ref(), site.judged, site.facts) {
+        (Some(_), _, _) => ("suppressed:", String::new()),
+        (None, None, _) => ("unjudged:", String::new()),
+        (None, Some(Aged::Leak), Some(f)) => (
+            "leak:",
+            format!(
+                " ({}; old residue from {} cycles, {} of them in the later half of cycles {}-{}: still accumulating)",
+                window(f.window),
+                f.old_holds,
+                f.late_holds,
+                site.facts.map_or(0, |f| f.late_from),
+                f.old_to.unwrap_or(0)
+            ),
+        ),
+        (None, Some(Aged::Open(Open::OneShort { settles_by })), Some(f)) => (
+            "open:",
+            format!(
+                " ({} of the later half's cycles hold it, one short of a leak: settled by cycle {settles_by} if no more come)",
+                f.late_holds
+            ),
+        ),
+        (None, Some(Aged::Open(Open::OnSchedule { growth })), _) => (
+            "open:",
+            format!(
+                " (a container on a leak's schedule: grew x{:.1} at cycle {}, after cycle {}; a steady leak grows it again by \
+                 cycle {})",
+                growth.factor,
+                growth.last,
+                growth.before,
+                growth.due()
+            ),
+        ),
+        (None, Some(Aged::Open(_)), _) => (
+            "open:",
+            format!(
+                " (accumulating in {}, which the store does not report: report it through Lifecycle::rocksdb_memory, or let \
+                 go of it in Lifecycle::let_go)",
+                site.consumer.map_or("a RocksDB consumer", |c| c.name())
+            ),
+        ),
+        (None, Some(Aged::Stopped), _) => (
+            "stopped:",
+            site.growth.map_or_else(String::new, |g| {
+                format!(" (a container that last grew at cycle {}; a steady leak would have grown it again by cycle {})", g.last, g.due())
+            }),
+        ),
+        (None, Some(Aged::Explained), _) => (
+            "explained:",
+            format!(" (held by the {}, which the store reports)", site.consumer.map_or("consumer", |c| c.name())),
+        ),
+        (None, Some(Aged::State), Some(f)) => ("state:", format!(" ({}: turns over)", window(f.window))),
+        (None, Some(Aged::Kept), Some(f)) => {
+            ("kept:", format!(" (old residue from {} cycles, {} in the later half: not accumulating)", f.old_holds, f.late_holds))
+        }
+        (None, Some(_), _) => ("kept:", String::new()),
+    };
+    format!(
+        "  {label} {} in {} allocation{} from {cycles}{}{} {}",
+        crate::units::human_bytes(site.bytes as f64),
+        site.allocations,
+        if site.allocations == 1 { "" } else { "s" },
+        why,
+        if site.stacked { ", allocated at" } else { ":" },
+        site.function
+    )
 }
 
 /// What the signal table's columns mean.
@@ -184,41 +269,7 @@ pub(crate) fn notes(r: &RunReport) -> Vec<String> {
             }
         }
         for site in ret.sites.iter().take(5) {
-            let cycles = match site.cycles_holding {
-                1 => format!("cycle {}", site.first_cycle),
-                n => format!("{n} cycles ({}-{})", site.first_cycle, site.last_cycle),
-            };
-            let cycles = match site.growths {
-                0 | 1 => cycles,
-                n => format!("{cycles}, grown by {}{n} judged cycles", if n >= 3 { "at least " } else { "" }),
-            };
-            let cycles = match site.steady_chance {
-                Some(p) if site.stopped() && site.at_handle_peaks => format!(
-                    "{cycles}, each one that held more handles of a kind open at once than any before it (a steady \
-                     leak's takings all there: chance {p:.2e})"
-                ),
-                Some(p) if site.stopped() => format!(
-                    "{cycles}, none of the {} since (a steady leak's takings all this early: chance {p:.2e})",
-                    ret.to_cycle.saturating_sub(site.last_cycle)
-                ),
-                _ => cycles,
-            };
-            out.push(format!(
-                "  {} {} in {} allocation{} from {cycles}{} {}",
-                match (site.recurs(), site.stacked, site.drains) {
-                    _ if site.suppressed.is_some() => "suppressed:",
-                    (true, _, _) => "leak:",
-                    (false, true, true) => "turns over:",
-                    (false, true, false) if site.stopped() => "stopped:",
-                    (false, true, false) => "once:",
-                    (false, false, _) => "unjudged:",
-                },
-                human_bytes(site.bytes as f64),
-                site.allocations,
-                if site.allocations == 1 { "" } else { "s" },
-                if site.stacked { ", allocated at" } else { ":" },
-                site.function
-            ));
+            out.push(site_line(site));
         }
     }
     for u in &r.suppressions {

@@ -344,15 +344,17 @@ impl Analysis {
     }
 
     /// For each leak the counter's rule found in `v` (the judged byte-count signal, bytes per
-    /// firing), the cycles among `from..=to` (those the allocation record judges) that the leak
-    /// grew over, and the least that the smallest leak the rule calls leaves in them: its
-    /// threshold per cycle (the growth's budget over its cycles) times those cycles, or per firing
-    /// (the point's tolerance) times the point's firings in them.
+    /// firing), and each such signal it has not decided, the cycles among `from..=to` (those the
+    /// allocation record judges) that the growth is over, and the least that the smallest leak
+    /// the rule calls leaves in them: its threshold per cycle (the growth's budget over its
+    /// cycles) times those cycles, or per firing (the point's tolerance) times the point's
+    /// firings in them.
     pub(crate) fn leaks_would_hold(&self, v: &RunVerdict, from: u64, to: u64) -> Vec<(SignalId, u64, u64, f64)> {
         let counted = [Signal::UnexplainedBytes, Signal::AllocatedBytes, Signal::BytesPerFiring];
         v.signals
             .iter()
-            .filter(|s| s.verdict == Verdict::Leak && !s.informational && counted.contains(&s.family()))
+            .filter(|s| matches!(s.verdict, Verdict::Leak | Verdict::Inconclusive))
+            .filter(|s| !s.informational && counted.contains(&s.family()))
             .filter_map(|s| {
                 let (first, last, would) = match (s.family(), s.growth) {
                     (Signal::BytesPerFiring, _) => {

@@ -32,6 +32,8 @@ pub use analysis::{Analysis, Look};
 pub(crate) use attribution::{mean_shift, shift_verdict};
 pub use growth::{BudgetFrom, Growth, GrowthRule};
 pub use model::{Estimate, Residue, Retention, Rule, RuleKind, SignalVerdict, Unmeasured};
+pub use retained::age::{AgeFacts, Aged, ContainerGrowth, Open};
+pub use retained::consumer::Consumer;
 pub use retained::{RecordHolds, Retained, RetainedSite};
 
 use crate::probe::Sample;
@@ -508,25 +510,25 @@ impl RunVerdict {
     }
 
     /// Adds the `retained_bytes` verdict, after the statistical signals and before the exact ones,
-    /// and lets it decide the run: a site that holds what two or more judged cycles allocated is
-    /// a leak whatever the aggregate byte count says (a leak beside memory given back, or too
-    /// small for the counter's noise).
+    /// and lets it decide the run: a site the age rule calls a leak is a leak whatever the
+    /// aggregate byte count says (a leak beside memory given back, or too small for the counter's
+    /// noise).
     ///
-    /// A judged clean `retained_bytes` has recorded exactly the allocations jemalloc's counter
-    /// sums: the counter's growth rule (`unexplained_bytes`, `bytes_per_firing.*`) no longer
-    /// holds the run undecided, and an inconclusive one is shown, not judged. A leak it found
-    /// still counts where the cycles it grew over held what that leak would leave (growth of
-    /// what it sums is evidence the record may have judged without a stack: a leak's first
-    /// firings, before their size was watched, or one whose stack differs each cycle); where
-    /// they held less ([`SignalVerdict::record_holds`]), the counter moved with something else,
-    /// and that leak is shown, not judged.
+    /// The record knows exactly what the judged cycles hold, and which of it is state (residue
+    /// within a site's window, a stopped container, what a reported consumer accounts for). A
+    /// leak the counter's growth rule found, or growth it has not decided, that the cycles it grew
+    /// over could not hold (they held, beyond state, less than the smallest leak the rule calls:
+    /// [`SignalVerdict::record_holds`]) moved with something else: it is shown, not judged. Where
+    /// they held as much, it counts: the record's stacks may not name it (a leak's firings made
+    /// before their size was watched, one whose stack differs each cycle), but its bytes are
+    /// there.
     pub(crate) fn add_retained(&mut self, v: SignalVerdict) {
         let at = self
             .signals
             .iter()
             .position(|s| !crate::signal::Signal::STATISTICAL.contains(&s.family()))
             .unwrap_or(self.signals.len());
-        let recorded_clean = !v.informational && v.verdict == Verdict::Clean;
+        let recorded = !v.informational && matches!(v.verdict, Verdict::Clean | Verdict::Inconclusive | Verdict::Leak);
         if !v.informational {
             self.verdict = self.verdict.worst(v.verdict);
             if v.verdict == Verdict::Leak {
@@ -534,8 +536,8 @@ impl RunVerdict {
             }
         }
         self.signals.insert(at, v);
-        if recorded_clean {
-            for s in self.signals.iter_mut().filter(|s| undecided_counter(s) || contradicted_counter(s)) {
+        if recorded {
+            for s in self.signals.iter_mut().filter(|s| contradicted_counter(s)) {
                 s.informational = true;
             }
             let mut verdict = aggregate(&self.signals);
@@ -553,32 +555,6 @@ impl RunVerdict {
         if let Some(s) = self.signals.iter_mut().find(|s| &s.signal == signal) {
             s.record_holds = Some(holds);
         }
-    }
-
-    /// Whether the verdict is inconclusive on the counter's byte signals alone: a judged clean
-    /// `retained_bytes` would make it clean ([`RunVerdict::add_retained`]).
-    pub(crate) fn undecided_only_by_the_counter(&self) -> bool {
-        let rest = self.signals.iter().filter(|s| !s.informational && !undecided_counter(s));
-        self.verdict == Verdict::Inconclusive
-            && self.signals.iter().any(undecided_counter)
-            && aggregate_of(rest) == Verdict::Clean
-            && self.baseline_return.as_ref().is_none_or(|b| b.verdict == Verdict::Clean)
-    }
-
-    /// Whether every leak the judged signals found is the counter's, contradicted by what the
-    /// record held where it would be ([`SignalVerdict::record_holds`]), and the return to
-    /// baseline is no leak: a look with such a verdict has not decided the run.
-    pub(crate) fn leaks_refuted_by_the_record(&self) -> bool {
-        let mut leaks = self.signals.iter().filter(|s| !s.informational && s.verdict == Verdict::Leak).peekable();
-        leaks.peek().is_some()
-            && leaks.all(contradicted_counter)
-            && self.baseline_return.as_ref().is_none_or(|b| b.verdict != Verdict::Leak)
-    }
-
-    /// Whether every judged signal but the counter's leaks the record contradicts is clean (a
-    /// corroborating signal's noise aside, as [`aggregate`] counts it).
-    pub(crate) fn clean_but_for_refuted_counter_leaks(&self) -> bool {
-        aggregate_of(self.signals.iter().filter(|s| !s.informational && !contradicted_counter(s))) == Verdict::Clean
     }
 
     /// Allows, in the return to baseline, the bytes the leaks a suppression accepts hold, and
@@ -611,17 +587,13 @@ impl RunVerdict {
     }
 }
 
-/// A byte signal of jemalloc's counter (`unexplained_bytes`, `bytes_per_firing`) that its growth
-/// rule left undecided: what a judged clean `retained_bytes` shows, not judges.
-fn undecided_counter(s: &SignalVerdict) -> bool {
-    let counted = [crate::signal::Signal::UnexplainedBytes, crate::signal::Signal::BytesPerFiring];
-    counted.contains(&s.family()) && !s.informational && s.verdict == Verdict::Inconclusive
-}
-
-/// A leak the counter's growth rule found where the record held less than that leak would have
-/// left: the counter moved with something other than what those cycles kept.
+/// A leak the counter's growth rule found, or growth it has not decided, where the record held
+/// less than the smallest leak it calls would have left: the counter moved with something other
+/// than what those cycles kept.
 fn contradicted_counter(s: &SignalVerdict) -> bool {
-    !s.informational && s.verdict == Verdict::Leak && s.record_holds.is_some_and(|h| h.contradicts())
+    !s.informational
+        && matches!(s.verdict, Verdict::Leak | Verdict::Inconclusive)
+        && s.record_holds.is_some_and(|h| h.contradicts())
 }
 
 /// The run's verdict from its signals: the worst of the judged (not informational) ones, where a

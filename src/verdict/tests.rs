@@ -371,10 +371,10 @@ fn a_counter_leak_says_what_it_would_have_left_where_the_record_looks() {
 }
 
 /// A look whose leaks are all the counter's, each contradicted by what the record held where it
-/// would be, has not decided the run (check goes on); one leak the record holds, or any other
-/// signal's leak, decides it.
+/// would be, is decided by the record (clean here); one leak the record holds, or any other
+/// signal's leak, stands.
 #[test]
-fn a_look_whose_counter_leaks_the_record_refutes_decides_nothing() {
+fn a_look_whose_counter_leaks_the_record_refutes_is_the_records() {
     let (a, v) = firing_analysis(400, 0.0, 3, 2_048.0, 4.0);
     assert_eq!(v.verdict, Verdict::Leak);
     let would = a.leaks_would_hold(&v, 20, 398);
@@ -385,17 +385,23 @@ fn a_look_whose_counter_leaks_the_record_refutes_decides_nothing() {
             v.note_record_holds(signal, holds);
         }
     };
-    assert!(!v.leaks_refuted_by_the_record(), "nothing noted yet");
+    let clean_record = || retained::verdict(Retained::of(20, 398, [(37, crate::probe::generations::Live::default())]));
+    let judged = |mut v: RunVerdict| {
+        v.add_retained(clean_record());
+        v.verdict
+    };
+    assert_eq!(judged(v.clone()), Verdict::Leak, "nothing noted yet");
     let mut refuted = v.clone();
     note(&mut refuted, &|_| 0);
-    assert!(refuted.leaks_refuted_by_the_record());
+    assert_eq!(judged(refuted.clone()), Verdict::Clean);
     let mut kept = v.clone();
     note(&mut kept, &|leak| leak as i64 + 1);
-    assert!(!kept.leaks_refuted_by_the_record(), "the cycles held what the leaks would leave");
+    assert_eq!(judged(kept), Verdict::Leak, "the cycles held what the leaks would leave");
     let mut other = refuted.clone();
     let live = other.signals.iter_mut().find(|s| s.signal.signal() == Signal::LiveHandles).expect("live_handles");
     live.verdict = Verdict::Leak;
-    assert!(!other.leaks_refuted_by_the_record(), "a handle's leak is no counter's");
+    other.verdict = Verdict::Leak;
+    assert_eq!(judged(other), Verdict::Leak, "a handle's leak is no counter's");
 }
 
 fn per_firing_of(v: &RunVerdict, point: &str) -> Option<Verdict> {

@@ -223,30 +223,63 @@ static STORE: Store = Store {
     inner: UnsafeCell::new(Interned { index: std::ptr::null_mut(), stacks: std::ptr::null_mut(), len: 0 }),
 };
 
-/// Stacks that gave back an allocation that had outlived the cycle that made it: stacks that keep
-/// state across cycles (a queue's blocks, a cache's entries), one bit per stack id.
-static DRAINED: [AtomicU64; (OVERFLOW as usize + 64) / 64] =
-    [const { AtomicU64::new(0) }; (OVERFLOW as usize + 64) / 64];
+/// Per stack id, 1 + the oldest age (generations from its making, or from the run's start for a
+/// block made before it, to its free) at which one of its blocks was given back in this run; 0:
+/// none was. What a stack keeps across cycles and turns over (a cache's entries, a queue's
+/// blocks) it gives back at ages up to its window; a leak never gives back.
+static TURNOVER: [AtomicU32; OVERFLOW as usize + 1] = [const { AtomicU32::new(0) }; OVERFLOW as usize + 1];
+/// Per watch class, the same over every block of the class given back in this run, stacked or
+/// not: a cache turning over since before the run shows its window here long before its first
+/// stacked block dies.
+static CLASS_TURNOVER: [AtomicU32; CLASSES] = [const { AtomicU32::new(0) }; CLASSES];
+/// Per stack id, 1 + the generation of its first stacked block in this run; 0: none yet.
+static FIRST_SEEN: [AtomicU32; OVERFLOW as usize + 1] = [const { AtomicU32::new(0) }; OVERFLOW as usize + 1];
 
-/// Notes that stack `id` gave back an allocation older than its cycle.
-pub(crate) fn mark_drained(id: u32) {
-    let i = id as usize;
-    if let Some(w) = DRAINED.get(i / 64) {
-        w.fetch_or(1 << (i % 64), Ordering::Relaxed);
+/// Raises `slot` to hold `age` (as 1 + age): a relaxed read first, so that the common case (no
+/// new oldest age) writes nothing to a line other threads read.
+fn note_age(slot: &AtomicU32, age: u32) {
+    let stored = age.saturating_add(1);
+    if slot.load(Ordering::Relaxed) < stored {
+        slot.fetch_max(stored, Ordering::Relaxed);
     }
 }
 
-/// Whether stack `id` ever gave back an allocation older than its cycle (since the last
-/// [`clear_drained`]).
-pub(crate) fn drained(id: u32) -> bool {
-    let i = id as usize;
-    DRAINED.get(i / 64).is_some_and(|w| w.load(Ordering::Relaxed) & (1 << (i % 64)) != 0)
+/// Notes that a block of `size`, from stack `stack` if its stack was taken, was given back at
+/// `age`.
+pub(crate) fn note_free(size: u64, stack: Option<u32>, age: u32) {
+    note_age(&CLASS_TURNOVER[class(size)], age);
+    if let Some(slot) = stack.and_then(|id| TURNOVER.get(id as usize)) {
+        note_age(slot, age);
+    }
 }
 
-/// Forgets which stacks drained (a new run).
-pub(crate) fn clear_drained() {
-    for w in &DRAINED {
-        w.store(0, Ordering::Relaxed);
+/// The oldest age at which stack `id` gave a block back in this run.
+pub(crate) fn turnover(id: u32) -> Option<u32> {
+    TURNOVER.get(id as usize).map(|t| t.load(Ordering::Relaxed)).filter(|&t| t > 0).map(|t| t - 1)
+}
+
+/// The oldest age at which a block of `size`'s watch class was given back in this run.
+pub(crate) fn class_turnover(size: u64) -> Option<u32> {
+    Some(CLASS_TURNOVER[class(size)].load(Ordering::Relaxed)).filter(|&t| t > 0).map(|t| t - 1)
+}
+
+/// The generation of stack `id`'s first stacked block in this run.
+pub(crate) fn first_seen(id: u32) -> Option<u32> {
+    FIRST_SEEN.get(id as usize).map(|t| t.load(Ordering::Relaxed)).filter(|&t| t > 0).map(|t| t - 1)
+}
+
+fn seen(id: u32, generation: u32) {
+    if let Some(slot) = FIRST_SEEN.get(id as usize) {
+        if slot.load(Ordering::Relaxed) == 0 {
+            let _ = slot.compare_exchange(0, generation.saturating_add(1), Ordering::Relaxed, Ordering::Relaxed);
+        }
+    }
+}
+
+/// Forgets the ages and first sightings (a new run).
+pub(crate) fn reset_run() {
+    for slot in TURNOVER.iter().chain(&CLASS_TURNOVER).chain(&FIRST_SEEN) {
+        slot.store(0, Ordering::Relaxed);
     }
 }
 
@@ -388,10 +421,11 @@ extern "C" fn one_frame(ctx: *mut c_void, arg: *mut c_void) -> libc::c_int {
     }
 }
 
-/// Takes the calling stack and returns its id (1..=[`MAX_STACKS`], or [`OVERFLOW`]). Allocates
-/// nothing; called by the hook before it takes any lock of the record.
+/// Takes the calling stack and returns its id (1..=[`MAX_STACKS`], or [`OVERFLOW`]), noting
+/// `generation` as its first sighting in this run if it is. Allocates nothing; called by the hook
+/// before it takes any lock of the record.
 #[inline(never)]
-pub(crate) fn capture() -> u32 {
+pub(crate) fn capture(generation: u32) -> u32 {
     let mut frames = Frames { len: 0, ips: [0; MAX_FRAMES] };
     // SAFETY: `one_frame` only writes into `frames`, which outlives the call.
     unsafe { _Unwind_Backtrace(one_frame, (&mut frames as *mut Frames).cast()) };
@@ -399,7 +433,9 @@ pub(crate) fn capture() -> u32 {
     if frames.len == 0 {
         return OVERFLOW;
     }
-    STORE.with(|s| s.intern(&frames.ips[..frames.len]))
+    let id = STORE.with(|s| s.intern(&frames.ips[..frames.len]));
+    seen(id, generation);
+    id
 }
 
 /// The return addresses of stack `id`, innermost first (empty for [`OVERFLOW`] or an unknown

@@ -9,27 +9,32 @@
 //! the cost (docs/generations.md has the figures).
 //!
 //! What each hook does, in this order, with no allocation and one shard lock at a time:
-//! - alloc: usable size (`malloc_usable_size`, a radix-tree lookup); when that size is watched
-//!   and the allocation is a cycle's, its stack (`capture`, before any lock); record (address ->
-//!   size, generation, stacked), add to the generation's counts;
-//! - dalloc: remove the record, subtract from the generation that made it (and, for a block whose
-//!   stack was taken and that outlived the cycle after its own, note that its stack drains); an
-//!   address never recorded (allocated before the hooks) is subtracted from [`BEFORE`] by its
-//!   usable size;
+//! - alloc: nothing for a failed call (a null result, or `posix_memalign`'s error code, with
+//!   which jemalloc passes the caller's `*memptr` unset); usable size (`malloc_usable_size`, a
+//!   radix-tree lookup); when that size is watched and the allocation is a cycle's, its stack
+//!   (`capture`, before any lock); record (address -> size, generation, stacked, chained), add to
+//!   the generation's counts;
+//! - dalloc: remove the record, subtract from the generation that made it, and note the age at
+//!   which a block was given back, for its size class and, when its stack was taken, for its stack
+//!   (the turnover windows the rule judges by), unless the run stopped judging (while the store
+//!   lets go at its end: teardown says nothing of how a stack turns over); an address never
+//!   recorded (allocated before the hooks) is subtracted from [`BEFORE`] by its usable size;
 //! - expand (a realloc that stayed in place, growing or shrinking): treated like a realloc that
 //!   moved, which jemalloc reports as an alloc of the new block and a dalloc of the old: the
 //!   old size leaves its generation and the new size is charged to the current one. In place or
-//!   moved is jemalloc's choice, so the record must not depend on it.
-//! - a realloc (either way) carries the old block's count of growths to the new one, adding one
-//!   when a judged cycle grows a block an earlier cycle made (a container kept across cycles
-//!   growing), and takes the stack of such a growth whatever its size. A realloc's free of the
-//!   old block does not mark its stack as draining: the block moved, it was not given back.
+//!   moved is jemalloc's choice, so the record must not depend on it. An expand that did not
+//!   resize (an `xallocx` that could not, a realloc within its size class) changes nothing: the
+//!   block keeps its generation.
+//! - a realloc (either way) that grows a block an earlier generation of the run made starts or
+//!   continues its chain ([`super::table::Chain`]: its last rise above its peak, the rise before),
+//!   and takes the stack of such a growth in a judged cycle whatever its size. A realloc's free of
+//!   the old block is not a free: the block moved, it was not given back.
 
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicI64, AtomicPtr, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicPtr, AtomicU32, Ordering};
 
 use super::capture;
-use super::table::{Entry, MAX_GROWTHS, STACK_OF, TABLE};
+use super::table::{Chain, Entry, CHAIN_OF, STACK_OF, TABLE};
 
 /// Allocations that existed before the hooks were installed (counted, not recorded: their
 /// count starts at what jemalloc reported then and only goes down).
@@ -42,17 +47,35 @@ pub(crate) const FIRST: u32 = 2;
 
 /// The generation new allocations are charged to.
 static CURRENT: AtomicU32 = AtomicU32::new(FIRST);
-/// The first generation whose growths of older blocks are counted (the run's first judged
+/// The first generation whose growths of older blocks take their stacks (the run's first judged
 /// cycle); none until a run sets it.
 static GROWTHS_FROM: AtomicU32 = AtomicU32::new(u32::MAX);
+/// The run's first generation (its set-up): chains start from blocks it or a later one made, and
+/// a block made before it is aged from it. Before any run: the first generation.
+static RUN_FROM: AtomicU32 = AtomicU32::new(FIRST);
+/// Whether frees are noted as turnover (on while a run's cycles go, off while the store lets go).
+static JUDGING: AtomicBool = AtomicBool::new(false);
 
-/// Counts growths of blocks kept across cycles from generation `from` on.
+/// Takes the stacks of growths of blocks kept across cycles from generation `from` on.
 pub(crate) fn count_growths_from(from: u32) {
     GROWTHS_FROM.store(from, Ordering::Relaxed);
 }
 
-/// jemalloc's hook kinds of the reallocating calls (hook.h: `hook_alloc_realloc`,
+/// Starts a run at generation `setup`: ages and chains count from it, frees are noted.
+pub(crate) fn start_run(setup: u32) {
+    RUN_FROM.store(setup, Ordering::Relaxed);
+    capture::reset_run();
+    JUDGING.store(true, Ordering::Relaxed);
+}
+
+/// Stops noting frees as turnover (the store lets go of what it keeps: teardown).
+pub(crate) fn stop_judging() {
+    JUDGING.store(false, Ordering::Relaxed);
+}
+
+/// jemalloc's hook kinds (hook.h: `hook_alloc_posix_memalign`, `hook_alloc_realloc`,
 /// `hook_alloc_rallocx`, `hook_dalloc_realloc`, `hook_dalloc_rallocx`).
+const ALLOC_POSIX_MEMALIGN: libc::c_int = 1;
 const ALLOC_REALLOC: libc::c_int = 8;
 const ALLOC_RALLOCX: libc::c_int = 9;
 const DALLOC_REALLOC: libc::c_int = 3;
@@ -102,32 +125,61 @@ fn usable_size(p: *mut c_void) -> u64 {
     unsafe { tikv_jemalloc_sys::malloc_usable_size(p) as u64 }
 }
 
-/// Growths of a block that was `old` and is now `size` bytes, made by `generation`; and whether
-/// this realloc is one (a judged cycle growing a block an earlier cycle made).
-fn growths(old: Option<Entry>, size: u64, generation: u32) -> (u8, bool) {
-    let Some(old) = old else { return (0, false) };
-    let grew = size > old.size
-        && old.generation < generation
-        && old.generation >= FIRST
-        && generation >= GROWTHS_FROM.load(Ordering::Relaxed);
-    ((old.growths + u8::from(grew)).min(MAX_GROWTHS), grew)
+/// The chain of a block that a realloc makes `size` bytes from `old` (its record) at `from`, in
+/// `generation`; and whether this realloc is a rise a judged cycle made (whose stack is taken).
+/// `None`: no chain (not a growth of an earlier generation's block, nor of a chained one).
+fn chain_of(old: Option<Entry>, from: usize, size: u64, generation: u32) -> (Option<Chain>, bool) {
+    let Some(old) = old else { return (None, false) };
+    let class = Chain::class_of(size);
+    let mut chain = if old.chained { CHAIN_OF.remove(from).map(Chain::unpack) } else { None };
+    let run_from = RUN_FROM.load(Ordering::Relaxed);
+    if chain.is_none() && size > old.size && old.generation < generation && old.generation >= FIRST.max(run_from) {
+        let peak_class = Chain::class_of(old.size);
+        chain = Some(Chain { last: old.generation, before: old.generation, peak_class, rise: 0 });
+    }
+    let Some(mut c) = chain else { return (None, false) };
+    let rose = class > c.peak_class;
+    if rose {
+        let added = class - c.peak_class;
+        if generation == c.last {
+            // Another growth in the same generation: one rise, larger.
+            c.rise = c.rise.saturating_add(added);
+        } else {
+            c.before = c.last;
+            c.last = generation;
+            c.rise = added;
+        }
+        c.peak_class = class;
+    }
+    (Some(c), rose && generation >= GROWTHS_FROM.load(Ordering::Relaxed))
 }
 
 /// Records the block at `p` of usable `size`; `old` is the record of the block a realloc made it
-/// from.
-fn record(p: *mut c_void, size: u64, old: Option<Entry>) {
-    let generation = charged_to();
-    let (growths, grew) = growths(old, size, generation);
-    let stack = if generation >= FIRST && (grew || capture::watched(size)) { capture::capture() } else { 0 };
+/// from, at address `from`. A realloc that did not resize keeps the old block's generation and
+/// stack.
+fn record(p: *mut c_void, size: u64, old: Option<Entry>, from: usize) {
+    let same = old.filter(|o| o.size == size);
+    let generation = same.map_or_else(charged_to, |o| o.generation);
+    let (chain, rose) = if generation >= FIRST { chain_of(old, from, size, generation) } else { (None, false) };
+    let kept = same.filter(|o| o.stacked).and_then(|_| STACK_OF.get(from)).map(|s| s as u32);
+    let stack = match kept {
+        Some(id) => id,
+        None if generation >= FIRST && (rose || capture::watched(size)) => capture::capture(generation),
+        None => 0,
+    };
     let key = p as usize;
     let stacked = stack != 0 && STACK_OF.insert(key, u64::from(stack)).is_ok();
-    match TABLE.insert(key, Entry { size, generation, stacked, growths }.pack()) {
+    let chained = chain.is_some_and(|c| CHAIN_OF.insert(key, c.pack()).is_ok());
+    match TABLE.insert(key, Entry { size, generation, stacked, chained }.pack()) {
         Ok(None) => {}
         // An address already recorded: its free was never seen. Its old entry is gone now.
         Ok(Some(old)) => {
             let old = Entry::unpack(old);
             if old.stacked && !stacked {
                 STACK_OF.remove(key);
+            }
+            if old.chained && !chained {
+                CHAIN_OF.remove(key);
             }
             add(old.generation, -(old.size as i64), -1);
         }
@@ -142,15 +194,14 @@ fn record(p: *mut c_void, size: u64, old: Option<Entry>) {
 fn forget(p: *mut c_void, moved: bool, size_if_unknown: impl FnOnce() -> u64) -> Option<Entry> {
     match TABLE.remove(p as usize).map(Entry::unpack) {
         Some(old) => {
-            if old.stacked {
-                let stack = STACK_OF.remove(p as usize);
-                // A block that outlived the cycle after its own, given back: its stack keeps
-                // state across cycles and lets it go (a queue, a cache), which a leak never does.
-                if !moved && old.generation + 1 < CURRENT.load(Ordering::Relaxed) {
-                    if let Some(id) = stack {
-                        capture::mark_drained(id as u32);
-                    }
-                }
+            let stack = if old.stacked { STACK_OF.remove(p as usize).map(|s| s as u32) } else { None };
+            if old.chained && !moved {
+                CHAIN_OF.remove(p as usize);
+            }
+            if !moved && old.generation >= FIRST && JUDGING.load(Ordering::Relaxed) {
+                // Given back: its age, from its making (or the run's start), for the windows.
+                let made = old.generation.max(RUN_FROM.load(Ordering::Relaxed));
+                capture::note_free(old.size, stack, CURRENT.load(Ordering::Relaxed).saturating_sub(made));
             }
             add(old.generation, -(old.size as i64), -1);
             Some(old)
@@ -162,24 +213,22 @@ fn forget(p: *mut c_void, moved: bool, size_if_unknown: impl FnOnce() -> u64) ->
     }
 }
 
-extern "C" fn on_alloc(_extra: *mut c_void, kind: libc::c_int, result: *mut c_void, _raw: usize, args: *mut usize) {
-    if result.is_null() {
+extern "C" fn on_alloc(_extra: *mut c_void, kind: libc::c_int, result: *mut c_void, raw: usize, args: *mut usize) {
+    // A failed call: no block. posix_memalign reports its error code in `raw` and passes the
+    // caller's `*memptr`, which it did not set.
+    if result.is_null() || (kind == ALLOC_POSIX_MEMALIGN && raw != 0) {
         return;
     }
     // A realloc that moved: the old block is still recorded (jemalloc calls this hook before the
     // dalloc hook of the old block), at `args[0]` (0 for a realloc of NULL).
-    let old = if (kind == ALLOC_REALLOC || kind == ALLOC_RALLOCX) && !args.is_null() {
+    let (old, from) = if (kind == ALLOC_REALLOC || kind == ALLOC_RALLOCX) && !args.is_null() {
         // SAFETY: jemalloc passes the call's arguments, `args_raw[3]`, the pointer first.
         let from = unsafe { *args };
-        if from == 0 {
-            None
-        } else {
-            TABLE.get(from).map(Entry::unpack)
-        }
+        (if from == 0 { None } else { TABLE.get(from).map(Entry::unpack) }, from)
     } else {
-        None
+        (None, 0)
     };
-    record(result, usable_size(result), old);
+    record(result, usable_size(result), old, from);
 }
 
 extern "C" fn on_dalloc(_extra: *mut c_void, kind: libc::c_int, address: *mut c_void, args: *mut usize) {
@@ -204,11 +253,13 @@ extern "C" fn on_expand(
     _raw: usize,
     _args: *mut usize,
 ) {
-    if address.is_null() {
+    // Not resized (an xallocx that could not, a realloc within its class): the block is as it
+    // was, and keeps its generation.
+    if address.is_null() || old_usize == new_usize {
         return;
     }
     let old = forget(address, true, || old_usize as u64);
-    record(address, new_usize as u64, old);
+    record(address, new_usize as u64, old, address as usize);
 }
 
 /// jemalloc's `hooks_t`, field for field.

@@ -53,7 +53,7 @@ impl std::ops::AddAssign for Live {
 pub type StackId = u32;
 
 /// One live allocation, as [`Generations::survivors`] lists it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Survivor {
     /// jemalloc's usable size, in bytes.
     pub size: u64,
@@ -62,10 +62,21 @@ pub struct Survivor {
     /// Its allocating stack, when its size was watched when it was made ([`Generations::stack`]
     /// names it; [`OVERFLOW_STACK`] when the stacks' table was full).
     pub stack: Option<StackId>,
-    /// Cycles (from the one [`Generations::count_growths_from`] named) in which this block grew
-    /// after an earlier cycle made it, through reallocs, counted up to 3: a container kept across
-    /// cycles that keeps growing. A growth always has its stack taken.
-    pub growths: u8,
+    /// When it is a block grown by reallocs after an earlier generation of the run made it (a
+    /// container kept across cycles): its growth history. A growth in a judged cycle has its
+    /// stack taken.
+    pub chain: Option<Growth>,
+}
+
+/// A block's growth history (see [`Survivor::chain`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Growth {
+    /// The generation of its last rise above the most it had been.
+    pub last: Generation,
+    /// The generation of the rise before, or of its making when it rose once.
+    pub before: Generation,
+    /// Its capacity after the last rise over its capacity before it.
+    pub factor: f64,
 }
 
 /// The stack of allocations whose stack was taken once the stacks' table was full
@@ -134,10 +145,22 @@ impl Generations {
         hook::advance()
     }
 
-    /// Counts, from generation `from` on, the growths of blocks an earlier generation made (see
-    /// [`Survivor::growths`]); a run sets it to its first judged cycle's.
+    /// Takes, from generation `from` on, the stacks of growths of blocks an earlier generation
+    /// made (see [`Survivor::chain`]); a run sets it to its first judged cycle's.
     pub fn count_growths_from(&self, from: Generation) {
         hook::count_growths_from(from);
+    }
+
+    /// Starts a run whose set-up is generation `setup`: the windows ([`Generations::turnover`])
+    /// and first sightings are forgotten, ages and chains count from it, frees are noted.
+    pub fn start_run(&self, setup: Generation) {
+        hook::start_run(setup);
+    }
+
+    /// Stops noting frees in the windows: the store lets go of what it keeps across cycles, and
+    /// that teardown says nothing of how its stacks turn over.
+    pub fn stop_judging(&self) {
+        hook::stop_judging();
     }
 
     /// The generation allocations are charged to now.
@@ -210,7 +233,9 @@ impl Generations {
                 .map(|(address, value)| {
                     let e = table::Entry::unpack(value);
                     let stack = if e.stacked { table::STACK_OF.get(address).map(|s| s as StackId) } else { None };
-                    Survivor { size: e.size, generation: e.generation, stack, growths: e.growths }
+                    let chain = if e.chained { table::CHAIN_OF.get(address).map(table::Chain::unpack) } else { None };
+                    let chain = chain.map(|c| Growth { last: c.last, before: c.before, factor: c.factor() });
+                    Survivor { size: e.size, generation: e.generation, stack, chain }
                 })
                 .collect()
         })
@@ -229,16 +254,21 @@ impl Generations {
         capture::unwatch_all();
     }
 
-    /// Whether stack `id` gave back an allocation that had outlived the cycle after the one that
-    /// made it, since [`Generations::clear_drained`]: it keeps state across cycles and lets it
-    /// go (a queue's blocks, a cache's entries), which a leak never does.
-    pub fn drains(&self, id: StackId) -> bool {
-        capture::drained(id)
+    /// The oldest age (generations from its making, or from the run's start, to its free) at
+    /// which stack `id` gave a block back while the run judged: what it keeps across cycles and
+    /// turns over, it gives back at ages up to this; a leak never gives back.
+    pub fn turnover(&self, id: StackId) -> Option<u32> {
+        capture::turnover(id)
     }
 
-    /// Forgets which stacks drained (at the start of a run).
-    pub(crate) fn clear_drained(&self) {
-        capture::clear_drained();
+    /// The same over every block of `size`'s watch class, stacked or not.
+    pub fn class_turnover(&self, size: u64) -> Option<u32> {
+        capture::class_turnover(size)
+    }
+
+    /// The generation of stack `id`'s first stacked block in this run.
+    pub fn first_seen(&self, id: StackId) -> Option<Generation> {
+        capture::first_seen(id)
     }
 
     /// Takes the stack of every later allocation of `size`'s class, however common (see

@@ -32,16 +32,14 @@ const SHARDS: usize = 1 << SHARD_BITS;
 const MIN_SLOTS_LOG2: u32 = 10;
 
 /// A generation number is the low 24 bits of a slot's value, then one bit says whether the
-/// allocation's stack was taken, two count the cycles it grew in (see [`Entry::growths`]), and
-/// the usable size is the high 37.
+/// allocation's stack was taken, one whether it has a chain (a block grown across cycles: its
+/// record is in [`CHAIN_OF`]), one is unused, and the usable size is the high 37.
 pub(crate) const GENERATION_BITS: u32 = 24;
 /// The largest generation a slot can hold.
 pub(crate) const MAX_GENERATION: u32 = (1 << GENERATION_BITS) - 1;
 const STACKED_BIT: u64 = 1 << GENERATION_BITS;
-const GROWTHS_SHIFT: u32 = GENERATION_BITS + 1;
-/// The most growths a slot counts (more are counted as this many).
-pub(crate) const MAX_GROWTHS: u8 = 3;
-const SIZE_SHIFT: u32 = GROWTHS_SHIFT + 2;
+const CHAINED_BIT: u64 = 1 << (GENERATION_BITS + 1);
+const SIZE_SHIFT: u32 = GENERATION_BITS + 3;
 /// The largest size a slot can hold exactly (128 GiB); larger ones are clamped (none exist on a
 /// machine this tool runs on).
 const MAX_SIZE: u64 = (1 << (64 - SIZE_SHIFT)) - 1;
@@ -63,16 +61,15 @@ pub(crate) struct Entry {
     pub generation: u32,
     /// Whether its allocating stack was taken (it is then in [`STACK_OF`]).
     pub stacked: bool,
-    /// Judged cycles in which this block grew (a realloc, moved or in place, to a larger size)
-    /// after a cycle before made it, counted along the chain of reallocs up to [`MAX_GROWTHS`]:
-    /// a container kept across cycles that keeps growing.
-    pub growths: u8,
+    /// Whether it is a block grown by reallocs after an earlier generation made it (a container
+    /// kept across cycles): its growth history is in [`CHAIN_OF`].
+    pub chained: bool,
 }
 
 impl Entry {
     pub(crate) fn pack(self) -> u64 {
         (self.size.min(MAX_SIZE) << SIZE_SHIFT)
-            | (u64::from(self.growths.min(MAX_GROWTHS)) << GROWTHS_SHIFT)
+            | if self.chained { CHAINED_BIT } else { 0 }
             | if self.stacked { STACKED_BIT } else { 0 }
             | u64::from(self.generation.min(MAX_GENERATION))
     }
@@ -82,8 +79,55 @@ impl Entry {
             size: value >> SIZE_SHIFT,
             generation: (value & u64::from(MAX_GENERATION)) as u32,
             stacked: value & STACKED_BIT != 0,
-            growths: ((value >> GROWTHS_SHIFT) & u64::from(MAX_GROWTHS)) as u8,
+            chained: value & CHAINED_BIT != 0,
         }
+    }
+}
+
+/// A block's growth history across generations (see [`Entry::chained`]): the generation of its
+/// last rise above the most it had been, of the rise before (or of its making), the size class of
+/// its peak and the classes its last rise added (classes are quarter-doublings, `4 log2(size)`,
+/// the granularity of jemalloc's size classes: 151 at 128 GiB).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Chain {
+    pub last: u32,
+    pub before: u32,
+    pub peak_class: u8,
+    pub rise: u8,
+}
+
+impl Chain {
+    pub(crate) fn pack(self) -> u64 {
+        u64::from(self.last.min(MAX_GENERATION))
+            | (u64::from(self.before.min(MAX_GENERATION)) << GENERATION_BITS)
+            | (u64::from(self.peak_class) << (2 * GENERATION_BITS))
+            | (u64::from(self.rise) << (2 * GENERATION_BITS + 8))
+    }
+
+    pub(crate) fn unpack(value: u64) -> Chain {
+        Chain {
+            last: (value & u64::from(MAX_GENERATION)) as u32,
+            before: ((value >> GENERATION_BITS) & u64::from(MAX_GENERATION)) as u32,
+            peak_class: (value >> (2 * GENERATION_BITS)) as u8,
+            rise: (value >> (2 * GENERATION_BITS + 8)) as u8,
+        }
+    }
+
+    /// The size class of `size` as a chain counts it: `floor(4 log2(size))`, so that a growth by
+    /// less than a quarter-doubling (19%) within a class is no rise.
+    pub(crate) fn class_of(size: u64) -> u8 {
+        if size == 0 {
+            return 0;
+        }
+        let log2 = 63 - size.leading_zeros();
+        // The two bits below the leading one give the quarter.
+        let quarter = if log2 >= 2 { (size >> (log2 - 2)) & 3 } else { (size << (2 - log2)) & 3 };
+        (4 * log2 + quarter as u32) as u8
+    }
+
+    /// The factor of its last rise (its capacity after over its capacity before).
+    pub(crate) fn factor(&self) -> f64 {
+        2f64.powf(f64::from(self.rise) / 4.0)
     }
 }
 
@@ -123,6 +167,8 @@ const EMPTY_SHARD: Shard = Shard {
 pub(crate) static TABLE: Table = Table::new();
 /// The allocations whose stack was taken: address -> stack id (see `capture`).
 pub(crate) static STACK_OF: Table = Table::new();
+/// The blocks grown across generations: address -> [`Chain::pack`].
+pub(crate) static CHAIN_OF: Table = Table::new();
 
 /// Fibonacci hashing of the address without its low 4 bits (jemalloc aligns every allocation to
 /// at least 16 bytes on x86-64 and aarch64, so they carry no information).
@@ -434,11 +480,13 @@ impl Table {
 extern "C" fn before_fork() {
     TABLE.lock_all();
     STACK_OF.lock_all();
+    CHAIN_OF.lock_all();
     super::capture::lock_for_fork();
 }
 
 extern "C" fn after_fork() {
     super::capture::unlock_after_fork();
+    CHAIN_OF.unlock_all();
     STACK_OF.unlock_all();
     TABLE.unlock_all();
 }
@@ -462,22 +510,40 @@ mod tests {
     }
 
     fn entry(size: u64, generation: u32) -> u64 {
-        Entry { size, generation, stacked: false, growths: 0 }.pack()
+        Entry { size, generation, stacked: false, chained: false }.pack()
     }
 
     #[test]
-    fn entries_pack_size_generation_stacked_and_growths() {
-        let e = Entry { size: 12_345_678, generation: 4_000_000, stacked: true, growths: 2 };
+    fn entries_pack_size_generation_stacked_and_chained() {
+        let e = Entry { size: 12_345_678, generation: 4_000_000, stacked: true, chained: true };
         assert_eq!(Entry::unpack(e.pack()), e);
-        let f = Entry { size: 1 << 36, generation: 0, stacked: false, growths: 0 };
+        let f = Entry { size: 1 << 36, generation: 0, stacked: false, chained: false };
         assert_eq!(Entry::unpack(f.pack()), f);
-        let g = Entry { size: 16, generation: MAX_GENERATION, stacked: false, growths: MAX_GROWTHS };
+        let g = Entry { size: 16, generation: MAX_GENERATION, stacked: false, chained: true };
         assert_eq!(Entry::unpack(g.pack()), g);
-        let huge = Entry { size: u64::MAX, generation: u32::MAX, stacked: false, growths: u8::MAX };
+        let huge = Entry { size: u64::MAX, generation: u32::MAX, stacked: false, chained: false };
         assert_eq!(
             Entry::unpack(huge.pack()),
-            Entry { size: MAX_SIZE, generation: MAX_GENERATION, stacked: false, growths: MAX_GROWTHS }
+            Entry { size: MAX_SIZE, generation: MAX_GENERATION, stacked: false, chained: false }
         );
+    }
+
+    #[test]
+    fn chains_pack_and_classes_are_quarter_doublings() {
+        let c = Chain { last: 4_000_000, before: 17, peak_class: 151, rise: 4 };
+        assert_eq!(Chain::unpack(c.pack()), c);
+        assert_eq!(
+            Chain::unpack(Chain { last: MAX_GENERATION, before: MAX_GENERATION, peak_class: 255, rise: 255 }.pack())
+                .rise,
+            255
+        );
+        assert_eq!(
+            (Chain::class_of(1024), Chain::class_of(1280), Chain::class_of(1535), Chain::class_of(2048)),
+            (40, 41, 41, 44)
+        );
+        assert_eq!((Chain::class_of(1), Chain::class_of(2), Chain::class_of(3)), (0, 4, 6));
+        assert_eq!(Chain::class_of(1 << 37), 148);
+        assert!((c.factor() - 2.0).abs() < 1e-12);
     }
 
     #[test]

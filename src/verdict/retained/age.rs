@@ -60,7 +60,7 @@ pub const POWER: f64 = 0.99;
 /// been, the time before that, and the factor of the last rise.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
-pub struct Growth {
+pub struct ContainerGrowth {
     /// The cycle of its last rise.
     pub last: u64,
     /// The cycle of the rise before it, or of the block's making when it rose once.
@@ -69,10 +69,10 @@ pub struct Growth {
     pub factor: f64,
 }
 
-impl Growth {
+impl ContainerGrowth {
     /// A container's growth history.
-    pub fn new(last: u64, before: u64, factor: f64) -> Growth {
-        Growth { last, before: before.min(last), factor: factor.max(1.0) }
+    pub fn new(last: u64, before: u64, factor: f64) -> ContainerGrowth {
+        ContainerGrowth { last, before: before.min(last), factor: factor.max(1.0) }
     }
 
     /// The cycle by which a steady leak into it would have grown it again, with the slack: `last +
@@ -106,7 +106,7 @@ pub struct History<'a> {
     /// reader) and no report covers what it holds.
     pub unreported_consumer: bool,
     /// It holds a block grown by reallocs after its making, in judged cycles.
-    pub growth: Option<Growth>,
+    pub growth: Option<ContainerGrowth>,
 }
 
 /// The judged cycles at a look.
@@ -140,7 +140,7 @@ pub enum Open {
     /// A container still on a steady leak's schedule.
     OnSchedule {
         /// Its growth history.
-        growth: Growth,
+        growth: ContainerGrowth,
     },
     /// Residue at a RocksDB consumer's frames that accumulates, with no report of the consumer
     /// (`Lifecycle::rocksdb_memory`) to bound it.
@@ -294,6 +294,17 @@ fn settles_by(h: &History<'_>, at: Span, f: &AgeFacts) -> u64 {
     old_to + f.window + 1
 }
 
+/// The cycles of the later half of a look's old cycles, at a site with no window: how many of
+/// them a leak recurring since the first judged cycle can have held.
+pub fn late_cycles(at: Span) -> u64 {
+    let old_to = at.now() - 1;
+    if old_to < at.first {
+        return 0;
+    }
+    let late_from = at.first + (old_to - at.first).div_ceil(2);
+    old_to + 1 - late_from
+}
+
 /// The lowest recurrence rate (the fraction of cycles a leak fires in) that a look whose later
 /// half has `late_cycles` old cycles finds with probability [`POWER`]: a leak firing at random in
 /// that fraction of cycles holds from at least [`LATE_HOLDS`] of them. `None` (nothing ruled out)
@@ -436,7 +447,7 @@ mod tests {
     #[test]
     fn a_container_is_judged_by_its_schedule() {
         // Doubled at 51 and 102: a steady leak grows it again by 204 (255 with the slack).
-        let g = Growth::new(102, 51, 2.0);
+        let g = ContainerGrowth::new(102, 51, 2.0);
         assert_eq!(g.due(), 255);
         let h = holds([102]);
         let h = History { growth: Some(g), ..History::of(&h) };

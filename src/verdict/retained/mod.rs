@@ -1,32 +1,20 @@
-//! `retained_bytes`: what the cycles' own allocations still hold at the end of a run, read from
-//! the allocation generations ([`crate::probe::generations`]) — a record, not an estimate.
+//! `retained_bytes`: what the cycles' own allocations still hold, read from the allocation
+//! generations ([`crate::probe::generations`]) at every look: a record, not an estimate.
 //!
-//! The figures are exact, and so is the rule: a leak is an allocating site (a call stack) that
-//! holds what two or more judged cycles allocated, or a block that two or more judged cycles
-//! grew (a container kept across cycles that keeps growing: each growth moves it to a new
-//! block, so it is one block of one cycle at any time). Residue in scattered cycles is not
-//! enough by itself: a one-time initialisation reached late (a fault path firing for the first
-//! time) leaves residue in one cycle, from its own site. Recurrence across cycles at one site is
-//! what makes a leak, whether it fires every cycle or once in a hundred.
-//!
-//! One statistic remains, for one case: a stack that took from a few early judged cycles and from
-//! none of the many since has stopped taking from new cycles, as a table grown to the most entries
-//! ever alive at once does (RocksDB's thread-local id map grows to the most column families open at
-//! once, and reuses its entries after). A leak at a steady rate, however rare, takes from the
-//! later cycles too: when the chance that it took only from the first ones is below
-//! [`STOPPED_ALPHA`], the stack is listed as stopped, not judged a leak.
-//!
-//! The ledger says exactly when such a table may grow: in a cycle that held more handles of some
-//! kind open at once than any before it (a high-water mark rose). When every cycle a stack took
-//! from is such a cycle, the chance is that of a steady leak's takings all falling among those
-//! cycles, wherever they are in the run: few cycles raise a high-water mark once a store has
-//! warmed up, so a leak is rarely there alone, and a store whose handles open at once keep rising
-//! has high-water cycles throughout, a chance near 1, and no excuse.
+//! The figures are exact; the rule that judges them is [`age`]: each allocating site's residue
+//! judged by how it ages against the site's turnover window, a container by its schedule, what a
+//! reported RocksDB consumer accounts for explained ([`consumer`]). A leak is old residue that
+//! keeps accumulating, whatever else the site gives back; state is residue within the site's
+//! window, or old residue that stopped accumulating. Residue without a stack (allocated before its
+//! size was watched) is listed by size, never judged: a leak's later allocations carry its stack.
 
 pub(crate) mod age;
+pub(crate) mod consumer;
 
 use serde::{Deserialize, Serialize};
 
+use self::age::{AgeFacts, Aged, Open};
+use self::consumer::Consumer;
 use super::model::{Estimate, Residue, Rule, SignalVerdict};
 use super::Verdict;
 use crate::probe::generations::Live;
@@ -87,51 +75,46 @@ pub struct Retained {
     pub first_cycle: Option<u64>,
     /// The last cycle holding anything.
     pub last_cycle: Option<u64>,
-    /// Where what is held was allocated: recurring sites first, then stopped ones, then by bytes
-    /// (at most `MAX_SITES`).
+    /// Where what is held was allocated: leaking sites first, then open ones, then by bytes (at
+    /// most `MAX_SITES`).
     #[serde(default)]
     pub sites: Vec<RetainedSite>,
-    /// Sites that hold what two or more judged cycles allocated (all of them, listed or not).
+    /// Sites the rule calls a leak (all of them, listed or not).
     #[serde(default)]
     pub recurring_sites: u64,
     /// Bytes those sites hold.
     #[serde(default)]
     pub recurring_bytes: i64,
+    /// Sites whose question is still open (all of them, listed or not).
+    #[serde(default)]
+    pub open_sites: u64,
+    /// The look whose record this is: the cycles run when it was read.
+    #[serde(default)]
+    pub cycles_run: u64,
+    /// Whether the record was read after the store let go of what it keeps across cycles (the
+    /// end of the run), rather than at a look while it ran.
+    #[serde(default)]
+    pub after_let_go: bool,
 }
 
 impl RetainedSite {
-    /// Whether it is a stack that holds what two or more judged cycles allocated and never gave
-    /// back anything that outlived its cycle: a leak. One cycle's is memory kept once (a lazy
-    /// initialisation reached late, a first fault's path); a stack that drains keeps state and
-    /// turns it over.
+    /// Whether the rule calls it a leak (a suppression aside).
     pub fn recurs(&self) -> bool {
-        self.suppressed.is_none() && self.recurs_unsuppressed()
+        self.suppressed.is_none() && self.judged.is_some_and(|a| a.leaks())
     }
 
-    /// [`recurs`](Self::recurs), suppression aside.
-    fn recurs_unsuppressed(&self) -> bool {
-        self.stacked && ((!self.drains && self.cycles_holding >= 2 && !self.stopped()) || self.growths >= 2)
-    }
-
-    /// Whether it held what two or more judged cycles allocated, all early in the run and none
-    /// from the many since, or all in cycles that raised a handle high-water mark
-    /// ([`at_handle_peaks`](Self::at_handle_peaks)), for a chance below `STOPPED_ALPHA`: a
-    /// high-water mark, listed, not judged.
-    pub fn stopped(&self) -> bool {
-        self.growths < 2 && self.steady_chance.is_some_and(|p| p < STOPPED_ALPHA)
-    }
-
-    /// Whether it recurs but may yet turn out stopped, given more cycles ([`STOPPED_UNDECIDED`]).
-    pub(crate) fn stop_undecided(&self) -> bool {
-        self.recurs() && self.growths < 2 && self.steady_chance.is_some_and(|p| p < STOPPED_UNDECIDED)
+    /// Whether its question is still open (a suppression aside).
+    pub fn open(&self) -> bool {
+        self.suppressed.is_none() && matches!(self.judged, Some(Aged::Open(_)))
     }
 }
 
 /// The most sites a [`Retained`] lists.
 pub(crate) const MAX_SITES: usize = 20;
 
-/// What one allocating site holds of the judged cycles' memory. A site is an allocating call stack;
-/// allocations made before their size was watched have no stack and are grouped by usable size.
+/// What one allocating site holds of the judged cycles' memory, and what the rule says of it. A
+/// site is an allocating call stack; allocations made before their size was watched have no stack
+/// and are grouped by usable size.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct RetainedSite {
@@ -139,17 +122,12 @@ pub struct RetainedSite {
     /// allocations without a stack, `no stack: N B blocks allocated before their size was watched`.
     pub function: String,
     /// The stack's frames, innermost first, the allocator's and the hooks' left out (empty
-    /// without a stack).
+    /// without a stack, or while the look named only what it judged).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub frames: Vec<String>,
     /// Whether it is an allocating stack (else allocations of one size made before their size was
     /// watched).
     pub stacked: bool,
-    /// Whether the stack gave back, during the run, an allocation that had outlived the cycle
-    /// after its own: it keeps state across cycles and turns it over (a queue's blocks, a cache's
-    /// entries), which a leak never does.
-    #[serde(default)]
-    pub drains: bool,
     /// Bytes held.
     pub bytes: i64,
     /// Allocations held.
@@ -160,104 +138,138 @@ pub struct RetainedSite {
     pub first_cycle: u64,
     /// The last of them.
     pub last_cycle: u64,
-    /// The most judged cycles that grew one block it holds (counted up to 3): a container kept
-    /// across cycles, reallocated larger. Two or more is a leak, whatever the stack gave back.
-    #[serde(default)]
-    pub growths: u8,
-    /// For a stack that holds what two or more judged cycles allocated and never drains: the chance
-    /// that a leak taking at a steady rate from the judged cycles took from these ones only, all of
-    /// them no later than its last one (or, with `at_handle_peaks`, all of them in the cycles that
-    /// raised a handle high-water mark, when that is less likely). Below 0.01 it has stopped taking
-    /// (a high-water mark), and is not a leak.
+    /// What the age rule says of it (a stacked site; `None`: not judged).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub steady_chance: Option<f64>,
-    /// Every judged cycle it holds from raised the most handles of some kind ever alive at once
-    /// (the ledger's high-water marks), and its `steady_chance` is that of a steady leak's takings
-    /// all falling in those cycles: memory sized by the most handles open at once.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub at_handle_peaks: bool,
+    pub judged: Option<Aged>,
+    /// The facts the rule read: its window, its old and later-half cycles.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub facts: Option<AgeFacts>,
+    /// The oldest age at which it gave a block back while the run judged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turnover: Option<u64>,
+    /// The container it holds, when it grew across cycles.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub growth: Option<age::ContainerGrowth>,
+    /// The RocksDB consumer its frames fill, when they do.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub consumer: Option<Consumer>,
+    /// The share of its residue the consumer's report explains.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub explained_share: f64,
     /// A known leak the run accepts: where its suppression is written (`leakcheck.toml:7`). It
     /// does not count as a leak.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub suppressed: Option<String>,
+    /// Its stack's id in this process's record (not written: ids are the process's own).
+    #[serde(skip)]
+    pub(crate) stack: Option<u32>,
 }
 
-/// Below this chance of a steady leak's takings all coming as early as a stack's did, the stack
-/// has stopped taking from new cycles: the one false-negative rate of `retained_bytes`, for a
-/// leak whose firings are few and fall at random times (a steady or periodic one takes from the
-/// last cycles and is never near it).
-pub(crate) const STOPPED_ALPHA: f64 = 0.01;
-
-/// Below this chance (and at or above [`STOPPED_ALPHA`]), whether a stack stopped taking is not
-/// decided yet: `check` goes on (up to its most cycles) rather than stop at a look; a run that
-/// ends so calls it a leak.
-pub(crate) const STOPPED_UNDECIDED: f64 = 0.1;
-
-/// The chance that `k` takings of a steady leak, at uniformly random ones of `n` judged cycles, all
-/// fall in the first `m`: C(m, k) / C(n, k).
-pub(crate) fn steady_chance(k: u64, m: u64, n: u64) -> f64 {
-    if m >= n {
-        return 1.0;
-    }
-    if k > m {
-        return 0.0;
-    }
-    let mut p = 1.0;
-    for i in 0..k {
-        p *= (m - i) as f64 / (n - i) as f64;
-        if p < 1e-300 {
-            return 0.0;
+impl RetainedSite {
+    /// The share (0 to 1) of its residue that counts against a leak the counter found: none for
+    /// state the rule judged (residue within its window, a container that stopped, what a
+    /// consumer explains); for the rest, what the consumer's share leaves; all of it for residue
+    /// without a stack.
+    pub(crate) fn unexplained_share(&self) -> f64 {
+        match self.judged {
+            None => 1.0,
+            Some(Aged::State | Aged::Stopped | Aged::Explained | Aged::Empty) => 0.0,
+            Some(_) => 1.0 - self.explained_share,
         }
     }
-    p
+}
+
+fn is_zero(x: &f64) -> bool {
+    *x == 0.0
 }
 
 /// One allocation a judged cycle made and that is still live, for [`sites`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct Held {
     pub cycle: u64,
     pub size: u64,
     /// The allocating stack's id, when it was taken.
     pub stack: Option<u32>,
-    /// Judged cycles that grew this block (up to 3).
-    pub growths: u8,
+    /// Its growth history in cycles, when it is a block grown across cycles.
+    pub chain: Option<age::ContainerGrowth>,
+}
+
+/// What the record says of each stack, besides what it holds (the look's reader in
+/// `harness::generations` supplies it from the hooks).
+pub(crate) struct SiteFacts<'a> {
+    /// A stack's frames, named, innermost first.
+    pub name: &'a dyn Fn(u32) -> Vec<String>,
+    /// The oldest age at which a stack gave a block back in the run.
+    pub turnover: &'a dyn Fn(u32) -> Option<u64>,
+    /// The same over a size's watch class.
+    pub class_turnover: &'a dyn Fn(u64) -> Option<u64>,
+    /// The cycle of a stack's first stacked block in the run.
+    pub first_seen: &'a dyn Fn(u32) -> Option<u64>,
+    /// The RocksDB consumer a stack fills (named and cached by the caller).
+    pub consumer: &'a dyn Fn(u32) -> Option<Consumer>,
+    /// What the store reports RocksDB accounts for (`None`: it reports nothing).
+    pub reported: Option<&'a crate::probe::RocksDbMemory>,
 }
 
 #[derive(Default)]
 struct Group {
-    bytes: i64,
+    holds: std::collections::BTreeMap<u64, u64>,
     allocations: i64,
-    cycles: std::collections::BTreeSet<u64>,
-    growths: u8,
+    sizes: std::collections::BTreeSet<u64>,
+    growth: Option<age::ContainerGrowth>,
 }
 
 impl Group {
     fn add(&mut self, h: &Held) {
-        self.bytes += h.size as i64;
+        *self.holds.entry(h.cycle).or_default() += h.size;
         self.allocations += 1;
-        self.cycles.insert(h.cycle);
-        self.growths = self.growths.max(h.growths);
+        self.sizes.insert(h.size);
+        if let Some(g) = h.chain {
+            if self.growth.is_none_or(|o| g.last > o.last) {
+                self.growth = Some(g);
+            }
+        }
+    }
+
+    fn bytes(&self) -> i64 {
+        self.holds.values().sum::<u64>() as i64
+    }
+
+    fn site(&self, function: String, stacked: bool) -> RetainedSite {
+        RetainedSite {
+            function,
+            frames: Vec::new(),
+            stacked,
+            bytes: self.bytes(),
+            allocations: self.allocations,
+            cycles_holding: self.holds.len() as u64,
+            first_cycle: self.holds.keys().next().copied().unwrap_or(0),
+            last_cycle: self.holds.keys().next_back().copied().unwrap_or(0),
+            judged: None,
+            facts: None,
+            turnover: None,
+            growth: self.growth,
+            consumer: None,
+            explained_share: 0.0,
+            suppressed: None,
+            stack: None,
+        }
     }
 }
 
-/// Groups what judged cycles still hold by allocating stack, names each stack with `name` (its
-/// frames, innermost first), and puts the recurring sites first, then the stopped ones, then the
-/// most bytes.
-///
-/// A stack that drains (`drains`: it gave back an allocation that had outlived the cycle after its
-/// own) keeps state across cycles, a queue or a cache, and is listed, not judged.
+/// Groups what judged cycles still hold by allocating stack and judges each stack by the age rule
+/// ([`age::judge`]) at the look `at`: its window from `facts`, its container's schedule, and, for
+/// a stack that would be a leak or one short of it, the RocksDB consumer its frames fill (its
+/// share of the consumer's report explained, or, with no report, its question open). Stacks are
+/// named (`facts.name`) only when `named`, or when they leak or are open: a look reads frames only
+/// where a verdict needs them.
 ///
 /// Allocations made before their size was watched have no stack; they are grouped by usable
-/// size, listed, and never decide: two one-time initialisations of one size class in two cycles
-/// are not one site, and without the stacks nothing tells them from a leak. A leak's later
-/// firings, after the runner watches its size, carry its stack.
-pub(crate) fn sites(
-    held: &[Held],
-    judged: std::ops::RangeInclusive<u64>,
-    name: &dyn Fn(u32) -> Vec<String>,
-    drains: &dyn Fn(u32) -> bool,
-    peaks: &[u64],
-) -> Vec<RetainedSite> {
+/// size, listed, and never judged: two one-time initialisations of one size class in two cycles
+/// are not one site. A leak's later allocations, after its size is watched, carry its stack.
+///
+/// Leaking sites first, then open ones, then the most bytes.
+pub(crate) fn sites(held: &[Held], at: age::Span, facts: &SiteFacts<'_>, named: bool) -> Vec<RetainedSite> {
     use std::collections::BTreeMap;
     let mut stacked: BTreeMap<u32, Group> = BTreeMap::new();
     let mut by_size: BTreeMap<u64, Group> = BTreeMap::new();
@@ -267,61 +279,80 @@ pub(crate) fn sites(
             None => by_size.entry(h.size).or_default().add(h),
         }
     }
-    let (from, to) = (*judged.start(), *judged.end());
-    let judged_peaks = peaks.iter().filter(|c| judged.contains(c)).count() as u64;
-    let site = |function: String, frames: Vec<String>, stacked: bool, drains: bool, g: Group| {
-        let (first, last) = (g.cycles.first().copied().unwrap_or(0), g.cycles.last().copied().unwrap_or(0));
-        let k = g.cycles.len() as u64;
-        let span = |c: u64| (c + 1).saturating_sub(from);
-        let early = (stacked && !drains && k >= 2).then(|| steady_chance(k, span(last), span(to)));
-        // Takings only in cycles that raised a handle high-water mark: the chance that a steady
-        // leak's all fell among those cycles.
-        let at_peaks = early.is_some() && g.cycles.iter().all(|c| peaks.binary_search(c).is_ok());
-        let peak_chance = at_peaks.then(|| steady_chance(k, judged_peaks, span(to)));
-        let (steady, at_handle_peaks) = match (early, peak_chance) {
-            (Some(e), Some(p)) if p < e => (Some(p), true),
-            (e, _) => (e, false),
-        };
-        RetainedSite {
-            function,
-            frames,
-            stacked,
-            drains,
-            bytes: g.bytes,
-            allocations: g.allocations,
-            cycles_holding: k,
-            first_cycle: first,
-            last_cycle: last,
-            growths: g.growths,
-            steady_chance: steady,
-            at_handle_peaks,
-            suppressed: None,
+    let now = at.last + 1;
+    fn history<'h>(facts: &SiteFacts<'_>, now: u64, id: u32, g: &Group, holds: &'h [(u64, u64)]) -> age::History<'h> {
+        let mut h = age::History::of(holds);
+        h.turnover = (facts.turnover)(id);
+        h.class_turnover = g.sizes.iter().filter_map(|&s| (facts.class_turnover)(s)).max();
+        h.watched_for = (facts.first_seen)(id).map_or(0, |c| now.saturating_sub(c));
+        h.growth = g.growth;
+        h
+    }
+    // First without consumers: only what would leak, or is one short, asks which consumer it is.
+    let mut judged: Vec<(u32, Vec<(u64, u64)>, age::Aged, age::AgeFacts, Option<Consumer>)> = stacked
+        .iter()
+        .map(|(&id, g)| {
+            let holds: Vec<(u64, u64)> = g.holds.iter().map(|(&c, &b)| (c, b)).collect();
+            let (aged, f) = age::judge(&history(facts, now, id, g, &holds), at);
+            let candidate = matches!(aged, age::Aged::Leak | age::Aged::Open(age::Open::OneShort { .. }));
+            let consumer = if candidate { (facts.consumer)(id) } else { None };
+            (id, holds, aged, f, consumer)
+        })
+        .collect();
+    // Each consumer's report spread over what its candidate stacks hold.
+    let mut share: BTreeMap<Consumer, f64> = BTreeMap::new();
+    if let Some(m) = facts.reported {
+        for kind in Consumer::ALL {
+            let held: u64 =
+                judged.iter().filter(|j| j.4 == Some(kind)).map(|j| j.1.iter().map(|(_, b)| b).sum::<u64>()).sum();
+            if held > 0 {
+                share.insert(kind, (kind.budget(m) / held as f64).min(1.0));
+            }
         }
-    };
-    let mut out: Vec<RetainedSite> = stacked
+    }
+    for (id, holds, aged, f, consumer) in &mut judged {
+        if let Some(kind) = *consumer {
+            let g = &stacked[id];
+            let mut h = history(facts, now, *id, g, holds);
+            match facts.reported {
+                Some(_) => h.explained_share = share.get(&kind).copied().unwrap_or(0.0),
+                None => h.unreported_consumer = true,
+            }
+            (*aged, *f) = age::judge(&h, at);
+        }
+    }
+    let mut out: Vec<RetainedSite> = judged
         .into_iter()
-        .map(|(id, g)| {
-            let frames = name(id);
+        .map(|(id, _, aged, f, consumer)| {
+            let g = &stacked[&id];
+            let wanted = named || aged.leaks() || matches!(aged, age::Aged::Open(_));
+            let frames = if wanted { (facts.name)(id) } else { Vec::new() };
             let function = if frames.is_empty() {
-                format!("stack {id} (not kept: the stacks' table was full)")
+                if wanted {
+                    format!("stack {id} (not kept: the stacks' table was full)")
+                } else {
+                    format!("stack {id}")
+                }
             } else {
                 crate::probe::stacks::headline(&frames, 60)
             };
-            site(function, frames, true, drains(id), g)
+            let mut site = g.site(function, true);
+            site.stack = Some(id);
+            site.frames = frames;
+            site.judged = Some(aged);
+            site.facts = Some(f);
+            site.turnover = (facts.turnover)(id);
+            site.consumer = consumer;
+            site.explained_share = consumer.and_then(|k| share.get(&k).copied()).unwrap_or(0.0);
+            site
         })
-        .chain(by_size.into_iter().map(|(size, g)| {
-            site(
-                format!("no stack: {size} B blocks allocated before their size was watched"),
-                Vec::new(),
-                false,
-                false,
-                g,
-            )
+        .chain(by_size.iter().map(|(size, g)| {
+            g.site(format!("no stack: {size} B blocks allocated before their size was watched"), false)
         }))
         .collect();
     out.sort_by(|a, b| {
-        (b.recurs(), b.stopped())
-            .cmp(&(a.recurs(), a.stopped()))
+        (b.recurs(), b.open())
+            .cmp(&(a.recurs(), a.open()))
             .then_with(|| b.bytes.cmp(&a.bytes))
             .then_with(|| a.function.cmp(&b.function))
     });
@@ -359,35 +390,75 @@ impl Retained {
             sites: Vec::new(),
             recurring_sites: 0,
             recurring_bytes: 0,
+            open_sites: 0,
+            cycles_run: to + 2,
+            after_let_go: false,
         }
     }
 
-    /// Sets the sites (from [`sites`]): counts the recurring ones, keeps [`MAX_SITES`].
+    /// Sets the sites (from [`sites`]): counts the leaking and open ones, keeps [`MAX_SITES`].
     #[cfg(test)]
     pub(crate) fn with_sites(self, all: Vec<RetainedSite>) -> Retained {
         self.with_sites_suppressed(all, &crate::Suppressions::none())
     }
 
     /// [`with_sites`](Self::with_sites), with the sites `suppressions` accept marked first (all
-    /// of them, listed or not), and the leaks that remain listed before them.
+    /// of them, listed or not), and the leaks that remain listed before them, then the open ones.
     pub(crate) fn with_sites_suppressed(
         mut self,
         mut all: Vec<RetainedSite>,
         suppressions: &crate::Suppressions,
     ) -> Retained {
         suppressions.mark_sites(&mut all, self.cycles());
-        all.sort_by_key(|s| !s.recurs());
+        all.sort_by_key(|s| (!s.recurs(), !s.open()));
         let recurring = all.iter().filter(|s| s.recurs());
         self.recurring_sites = recurring.clone().count() as u64;
         self.recurring_bytes = recurring.map(|s| s.bytes).sum();
+        self.open_sites = all.iter().filter(|s| s.open()).count() as u64;
         all.truncate(MAX_SITES);
         self.sites = all;
         self
     }
 
-    /// Whether a site holds what two or more judged cycles allocated.
+    /// Whether the rule calls a site a leak.
     pub fn leaks(&self) -> bool {
         self.recurring_sites > 0
+    }
+
+    /// Whether a site's question is open (and none leaks).
+    pub fn open(&self) -> bool {
+        !self.leaks() && self.open_sites > 0
+    }
+
+    /// The lowest rate of recurrence (the fraction of cycles a leak fires in) that this record
+    /// rules out, with the rule's power, at a stack that gives nothing back: a leak recurring at
+    /// that rate or more often since the first judged cycle would have left residue in
+    /// [`age::LATE_HOLDS`] of the later half's cycles with probability [`age::POWER`]. `None`
+    /// when too few cycles are judged to rule out even a leak in every cycle.
+    pub fn rate_ruled_out(&self) -> Option<f64> {
+        age::rate_ruled_out(age::late_cycles(self.span()))
+    }
+
+    /// The judged cycles.
+    pub(crate) fn span(&self) -> age::Span {
+        age::Span { first: self.from_cycle, last: self.to_cycle }
+    }
+
+    /// Cycles more (from the last cycle run) after which the open sites' questions are answered
+    /// if nothing changes: the later half past a site one cycle short of a leak, a container's
+    /// next growth overdue. `None` when one cannot be answered by running on (residue at a
+    /// consumer nobody reports).
+    pub fn cycles_to_settle(&self) -> Option<u64> {
+        let now = self.to_cycle + 1;
+        self.sites
+            .iter()
+            .filter(|s| s.open())
+            .map(|s| match s.judged {
+                Some(Aged::Open(Open::OneShort { settles_by })) => Some(settles_by.saturating_sub(now)),
+                Some(Aged::Open(Open::OnSchedule { growth })) => Some((growth.due() + 1).saturating_sub(now)),
+                _ => None,
+            })
+            .try_fold(0, |most, n| n.map(|n| most.max(n)))
     }
 
     /// Cycles judged.
@@ -401,21 +472,27 @@ impl Retained {
     }
 }
 
-/// Judged cycles a clean `retained_bytes` needs: a leak that fires in every cycle from the first
-/// judged one leaves its first block before its size is watched (no stack), and is stacked from
-/// the next cycle on; recurrence at one stack needs two stacked cycles. With fewer judged cycles
-/// nothing is ruled out, and the row is inconclusive (a leak already recurring is still a leak).
-pub(crate) const MIN_JUDGED_CYCLES: u64 = 3;
+/// Judged cycles a clean `retained_bytes` needs: with fewer, even a leak in every cycle would not
+/// yet hold [`age::LATE_HOLDS`] of the later half's cycles, and nothing is ruled out (a leak found
+/// already is still a leak).
+pub(crate) fn min_judged_cycles() -> u64 {
+    age::cycles_to_find(1.0)
+}
 
-/// The `retained_bytes` row: a leak when an allocating site holds what two or more judged cycles
-/// allocated (the estimate is those sites' bytes per judged cycle), else clean (what single
-/// cycles keep is listed, not judged).
+/// The `retained_bytes` row: a leak when the age rule calls a site one (the estimate is those
+/// sites' bytes per judged cycle); inconclusive while a site's question is open or too few
+/// cycles are judged; else clean.
 pub(crate) fn verdict(r: Retained) -> SignalVerdict {
     let mut v = SignalVerdict::undecided(Signal::RetainedBytes.into(), Rule::Exact { expected: 0.0 });
+    let need = min_judged_cycles();
     v.verdict = match (r.leaks(), r.cycles()) {
         (true, _) => Verdict::Leak,
-        (false, judged) if judged < MIN_JUDGED_CYCLES => {
-            v.more_cycles_needed = Some(MIN_JUDGED_CYCLES - judged);
+        (false, judged) if judged < need => {
+            v.more_cycles_needed = Some(need - judged);
+            Verdict::Inconclusive
+        }
+        (false, _) if r.open() => {
+            v.more_cycles_needed = r.cycles_to_settle();
             Verdict::Inconclusive
         }
         (false, _) => Verdict::Clean,
