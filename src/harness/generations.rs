@@ -281,8 +281,14 @@ impl RunGenerations {
     }
 
     /// Per cycle, what `held` (judged at `sites`) holds that the rule does not explain as state:
-    /// residue at sites that leak, are open, or keep old residue, beyond a consumer's share;
-    /// residue without a stack. Not what a suppression accepts.
+    /// residue at sites that leak, are open, or keep old residue, beyond a consumer's share; and
+    /// of the residue without a stack made after its size was watched (sampled out: a leak's
+    /// firings may be there unnamed), the share its size's stacked residue has: sampling takes
+    /// one allocation in so many whatever its stack, so a size's unstacked survivors are spread
+    /// over its sites as its stacked ones are (all of it when none of its survivors is stacked).
+    /// Not a size's first sighting, before it was watched: the first cycle a size left something
+    /// in, once per size (a leak's later firings are stacked or sampled). Not what a suppression
+    /// accepts.
     fn unexplained_of(
         &self,
         g: &Generations,
@@ -293,11 +299,29 @@ impl RunGenerations {
         let share: std::collections::BTreeMap<u32, f64> =
             sites.iter().filter_map(|s| Some((s.stack?, s.unexplained_share()))).collect();
         let mask = self.suppressed_of(g, held, suppressions);
+        // Per size: the stacked bytes, and of them those unexplained.
+        let mut by_size: std::collections::BTreeMap<u64, (f64, f64)> = Default::default();
+        for (h, &suppressed) in held.iter().zip(&mask) {
+            if let (Some(id), false) = (h.stack, suppressed) {
+                let e = by_size.entry(h.size).or_default();
+                e.0 += h.size as f64;
+                e.1 += h.size as f64 * share.get(&id).copied().unwrap_or(1.0);
+            }
+        }
         let mut per_cycle: std::collections::BTreeMap<u64, f64> = Default::default();
         for (h, suppressed) in held.iter().zip(mask) {
             let keep = match h.stack {
                 _ if suppressed => 0.0,
-                None => 1.0,
+                None => {
+                    let made = self.generation(Some(h.cycle));
+                    // Watched since an earlier generation: a block of the generation the watch
+                    // began in may have been made before it, on another thread.
+                    if g.watched_since(h.size).is_some_and(|since| since < made) {
+                        by_size.get(&h.size).map_or(1.0, |&(all, unexplained)| unexplained / all)
+                    } else {
+                        0.0
+                    }
+                }
                 Some(id) => share.get(&id).copied().unwrap_or(1.0),
             };
             *per_cycle.entry(h.cycle).or_default() += h.size as f64 * keep;

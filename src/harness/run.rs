@@ -100,6 +100,10 @@ pub struct Progress<'a> {
     pub judged: Option<&'a RunVerdict>,
     /// The first cycle the run's verdict was a leak, so far ([`HarnessReport::first_leak_cycle`]).
     pub first_leak_cycle: Option<u64>,
+    /// What the judged cycles hold, as the allocation record's look after this cycle judged it by
+    /// age, when one was taken (every few cycles once enough are judged, and at the counter's
+    /// looks).
+    pub retained: Option<&'a crate::verdict::Retained>,
 }
 
 /// The most samples a soak keeps in memory (for its plots): every sample is in samples.csv and
@@ -292,7 +296,8 @@ impl<'a> Run<'a> {
         let look = cfg.look_after(&self.judged_cfg, cycle + 1);
         let warmup = self.judged_cfg.warmup_cycles as u64;
         // The record at its own looks and at the counter's: what the judged cycles hold, by age.
-        if look.is_some() || record_look_due(cycle + 1, warmup) {
+        let record_look = look.is_some() || record_look_due(cycle + 1, warmup);
+        if record_look {
             let reported = sampled.as_ref().map_or_else(|| store.rocksdb_memory(), |s| s.sample.rocksdb.clone());
             self.look_at_the_record(reported.as_ref(), false);
         }
@@ -319,6 +324,7 @@ impl<'a> Run<'a> {
             analysis: &self.analysis,
             judged: self.judged.as_ref().filter(|_| look.is_some()),
             first_leak_cycle: self.first_leak_cycle,
+            retained: self.retained.as_ref().filter(|_| record_look),
         };
         // Decided: a leak the record found (at any of its looks: a leak found stays found), or a
         // look's verdict, the record's joined to the counter's, that is a leak or clean.

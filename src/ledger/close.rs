@@ -93,11 +93,14 @@ impl<E: fmt::Display> CloseResult<E> {
 impl<E: fmt::Display> Drop for CloseResult<E> {
     fn drop(&mut self) {
         if let Some(Err(e)) = self.result.take() {
-            lock(&self.ledger.inner.swallowed).push(SwallowedCloseError {
-                what: self.what.to_string(),
-                site: self.site.to_string(),
-                owner: self.owner.as_deref().map(str::to_string),
-                error: e.to_string(),
+            // The ledger's record, leakcheck's own bookkeeping.
+            crate::probe::generations::bookkeeping(|| {
+                lock(&self.ledger.inner.swallowed).push(SwallowedCloseError {
+                    what: self.what.to_string(),
+                    site: self.site.to_string(),
+                    owner: self.owner.as_deref().map(str::to_string),
+                    error: e.to_string(),
+                })
             });
         }
     }

@@ -505,13 +505,17 @@ fn link(held: &Arc<TokenInner>, holder: &Token) -> Hold {
     let holder_id = holder.inner.id;
     let linked = held.has_entry && holder.inner.has_entry;
     if linked {
-        let mut entries = lock(&held.ledger.inner.entries);
-        if let Some(e) = entries.get_mut(&held.id) {
-            e.held_by.push(holder_id);
-        }
-        if let Some(e) = entries.get_mut(&holder_id) {
-            e.holds.push(held.id);
-        }
+        // The ledger's records are leakcheck's own bookkeeping, not the store's allocations: a
+        // shared handle's list of holders grows to the most holders it ever had at once.
+        crate::probe::generations::bookkeeping(|| {
+            let mut entries = lock(&held.ledger.inner.entries);
+            if let Some(e) = entries.get_mut(&held.id) {
+                e.held_by.push(holder_id);
+            }
+            if let Some(e) = entries.get_mut(&holder_id) {
+                e.holds.push(held.id);
+            }
+        });
     }
     Hold { held: held.clone(), holder_id, linked }
 }

@@ -350,7 +350,8 @@ impl Analysis {
     /// cycles) times those cycles, or per firing (the point's tolerance) times the point's
     /// firings in them.
     pub(crate) fn leaks_would_hold(&self, v: &RunVerdict, from: u64, to: u64) -> Vec<(SignalId, u64, u64, f64)> {
-        let counted = [Signal::UnexplainedBytes, Signal::AllocatedBytes, Signal::BytesPerFiring];
+        let counted =
+            [Signal::UnexplainedBytes, Signal::AllocatedBytes, Signal::RocksdbExplainedBytes, Signal::BytesPerFiring];
         v.signals
             .iter()
             .filter(|s| matches!(s.verdict, Verdict::Leak | Verdict::Inconclusive))

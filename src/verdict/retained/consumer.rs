@@ -1,15 +1,21 @@
 //! The RocksDB consumers a store can report (`Lifecycle::rocksdb_memory`, through
 //! `probe::MemoryConsumers`), and the allocating stacks that fill each: RocksDB charges a block
-//! cache for the blocks it reads into it and their handles, a memtable for its arena, a table
-//! reader for the index, filter and properties blocks it reads when it opens a file. What a
-//! reported consumer accounts for explains that share of what its stacks hold
+//! cache for the blocks it reads into it and their handles, a memtable for its arena; and each
+//! live SST file of a DB kept open has its reader (index, filter and properties blocks, its `Rep`)
+//! and metadata (its entry in the current version, in the SST file manager, in the table cache, in
+//! the set of files grabbed for a purge until the file is deleted), which grow with the DB's
+//! data. What a reported consumer
+//! accounts for explains that share of what its stacks hold
 //! ([`super::age::History::explained_share`]); residue at its stacks with no report covering it
 //! is never called a leak by its age, only open.
 //!
 //! A stack fills a consumer when one of its frames is one of RocksDB's functions that make the
-//! consumer's memory (below, per kind). The budget bounds the explanation: a leak at those frames
-//! beyond what the consumer reports (with the allocator's rounding, [`crate::probe::CACHE_ROUNDING`])
-//! still shows in every cycle it took from.
+//! consumer's memory (below, per kind): the innermost such frame decides. RocksDB's cache code
+//! (its shards' insert) serves the block cache and the table cache alike, so it decides only
+//! where no other maker is on the stack: a table cache's handle is the live file's. The budget
+//! bounds the explanation: a leak at those frames beyond what the consumer reports (with the
+//! allocator's rounding, [`crate::probe::CACHE_ROUNDING`]) still shows in every cycle it took
+//! from.
 
 use serde::{Deserialize, Serialize};
 
@@ -24,52 +30,75 @@ pub enum Consumer {
     BlockCache,
     /// Memtables: their arenas and skip lists.
     Memtable,
-    /// Table readers: the index, filter and properties blocks a file's reader keeps, its table
-    /// cache entry.
-    TableReader,
+    /// A DB's live SST files: each file's reader (the index, filter and properties blocks it
+    /// keeps) and metadata (its entry in the current version, the SST file manager, the table
+    /// cache, the files grabbed for a purge).
+    Files,
 }
+
+/// RocksDB's cache code, which fills the block cache unless another maker is on the stack.
+const CACHE_CODE: [&str; 3] =
+    ["rocksdb::lru_cache::LRUCacheShard::", "rocksdb::clock_cache::", "rocksdb::ShardedCache<"];
 
 impl Consumer {
     /// Every kind.
-    pub(crate) const ALL: [Consumer; 3] = [Consumer::BlockCache, Consumer::Memtable, Consumer::TableReader];
+    pub(crate) const ALL: [Consumer; 3] = [Consumer::BlockCache, Consumer::Memtable, Consumer::Files];
 
     /// RocksDB's functions whose allocations fill this consumer (a frame contains one).
     fn makers(self) -> &'static [&'static str] {
         match self {
             // A block read for the cache (MaybeReadBlockAndLoadToCache), put in it
-            // (PutDataBlockToCache), its cache handle (the shards' Insert/CreateHandle).
+            // (PutDataBlockToCache).
             Consumer::BlockCache => &[
                 "rocksdb::BlockBasedTable::MaybeReadBlockAndLoadToCache",
                 "rocksdb::BlockBasedTable::PutDataBlockToCache",
-                "rocksdb::lru_cache::LRUCacheShard::",
-                "rocksdb::clock_cache::",
-                "rocksdb::ShardedCache<",
             ],
             // A memtable's arena and its entries (MemTable::Add through the concurrent arena),
             // the memtable itself.
             Consumer::Memtable => &["rocksdb::MemTable::", "rocksdb::ConcurrentArena::", "ConstructNewMemtable"],
-            // A file's reader, made when the table cache opens it.
-            Consumer::TableReader => &["rocksdb::BlockBasedTable::Open", "rocksdb::TableCache::GetTableReader"],
+            // A file's reader, made when the table cache opens it; a file added to the current
+            // version, tracked by the SST file manager, found in the table cache, grabbed for a
+            // purge (RocksDB keeps a file that was still a pending output in that set until the
+            // file is deleted).
+            Consumer::Files => &[
+                "rocksdb::BlockBasedTable::Open",
+                "rocksdb::TableCache::GetTableReader",
+                "rocksdb::VersionBuilder::",
+                "rocksdb::VersionStorageInfo::",
+                "rocksdb::SstFileManagerImpl::OnAddFile",
+                "rocksdb::TableCache::FindTable",
+                "rocksdb::DBImpl::MarkAsGrabbedForPurge",
+            ],
         }
     }
 
     /// The kind a stack's frames (named, innermost first) fill, if any: the innermost frame that
     /// is one of a kind's makers decides (a block read for the cache under a table reader's open
-    /// is the cache's).
+    /// is the cache's); RocksDB's cache code alone, the block cache.
     pub(crate) fn of_frames(frames: &[String]) -> Option<Consumer> {
-        frames.iter().find_map(|f| Consumer::ALL.into_iter().find(|k| k.makers().iter().any(|m| f.contains(m))))
+        frames
+            .iter()
+            .find_map(|f| Consumer::ALL.into_iter().find(|k| k.makers().iter().any(|m| f.contains(m))))
+            .or_else(|| frames.iter().any(|f| CACHE_CODE.iter().any(|m| f.contains(m))).then_some(Consumer::BlockCache))
     }
 
     /// What the report says this consumer holds, with the allocator's rounding above what RocksDB
-    /// charges: the caches within their capacity (net of reservations), the memtables, the table
-    /// readers.
+    /// charges: the caches within their capacity (net of reservations), the memtables; for the
+    /// files, the bounds the counter's data allowance uses: their readers' share of the files'
+    /// bytes ([`crate::probe::TABLE_READER_SHARE`], or what RocksDB accounts for its readers, if
+    /// more: its figure counts the index and filter, not the reader's own structures) and the
+    /// most a file's metadata takes ([`crate::probe::LIVE_FILE_BYTES`]) each.
     pub(crate) fn budget(self, m: &RocksDbMemory) -> f64 {
-        let reported = match self {
-            Consumer::BlockCache => m.cache_bytes(),
-            Consumer::Memtable => m.mem_table_total_bytes,
-            Consumer::TableReader => m.table_readers_total_bytes,
-        };
-        reported as f64 * (1.0 + crate::probe::CACHE_ROUNDING)
+        let rounded = |bytes: u64| bytes as f64 * (1.0 + crate::probe::CACHE_ROUNDING);
+        match self {
+            Consumer::BlockCache => rounded(m.cache_bytes()),
+            Consumer::Memtable => rounded(m.mem_table_total_bytes),
+            Consumer::Files => {
+                let readers = rounded(m.table_readers_total_bytes)
+                    .max(m.live_sst_bytes as f64 * crate::probe::TABLE_READER_SHARE);
+                readers + m.live_sst_files as f64 * crate::probe::LIVE_FILE_BYTES
+            }
+        }
     }
 
     /// Its name in reports.
@@ -77,7 +106,7 @@ impl Consumer {
         match self {
             Consumer::BlockCache => "block cache",
             Consumer::Memtable => "memtables",
-            Consumer::TableReader => "table readers",
+            Consumer::Files => "SST files' readers and metadata",
         }
     }
 }
@@ -99,11 +128,17 @@ mod tests {
         ]);
         assert_eq!(Consumer::of_frames(&cached), Some(Consumer::BlockCache));
         let reader = frames(&["rocksdb::ReadTablePropertiesHelper(..)", "rocksdb::BlockBasedTable::Open(..)"]);
-        assert_eq!(Consumer::of_frames(&reader), Some(Consumer::TableReader));
+        assert_eq!(Consumer::of_frames(&reader), Some(Consumer::Files));
         let arena =
             frames(&["rocksdb::Arena::AllocateNewBlock(unsigned long)", "rocksdb::ConcurrentArena::AllocateAligned"]);
         assert_eq!(Consumer::of_frames(&arena), Some(Consumer::Memtable));
         let user = frames(&["store::Cache::insert (src/cache.rs:12)", "rocksdb::DBImpl::Get(..)"]);
         assert_eq!(Consumer::of_frames(&user), None);
+        // The cache's own code: the block cache's, unless the table cache called it.
+        let handle =
+            frames(&["rocksdb::lru_cache::LRUCacheShard::CreateHandle(..)", "rocksdb::ShardedCache<..>::Insert(..)"]);
+        assert_eq!(Consumer::of_frames(&handle), Some(Consumer::BlockCache));
+        let table_cache = [handle.as_slice(), &frames(&["rocksdb::TableCache::FindTable(..)"])].concat();
+        assert_eq!(Consumer::of_frames(&table_cache), Some(Consumer::Files));
     }
 }

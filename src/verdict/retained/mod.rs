@@ -259,8 +259,9 @@ impl Group {
 
 /// Groups what judged cycles still hold by allocating stack and judges each stack by the age rule
 /// ([`age::judge`]) at the look `at`: its window from `facts`, its container's schedule, and, for
-/// a stack that would be a leak or one short of it, the RocksDB consumer its frames fill (its
-/// share of the consumer's report explained, or, with no report, its question open). Stacks are
+/// a stack that holds old residue (a leak, one short of one, or kept), the RocksDB consumer its
+/// frames fill (its share of the consumer's report explained, or, with no report, its question
+/// open). Stacks are
 /// named (`facts.name`) only when `named`, or when they leak or are open: a look reads frames only
 /// where a verdict needs them.
 ///
@@ -288,13 +289,15 @@ pub(crate) fn sites(held: &[Held], at: age::Span, facts: &SiteFacts<'_>, named: 
         h.growth = g.growth;
         h
     }
-    // First without consumers: only what would leak, or is one short, asks which consumer it is.
+    // First without consumers: only what holds old residue (a leak, one short of one, or kept)
+    // asks which consumer it fills, so that only those stacks are named.
     let mut judged: Vec<(u32, Vec<(u64, u64)>, age::Aged, age::AgeFacts, Option<Consumer>)> = stacked
         .iter()
         .map(|(&id, g)| {
             let holds: Vec<(u64, u64)> = g.holds.iter().map(|(&c, &b)| (c, b)).collect();
             let (aged, f) = age::judge(&history(facts, now, id, g, &holds), at);
-            let candidate = matches!(aged, age::Aged::Leak | age::Aged::Open(age::Open::OneShort { .. }));
+            let candidate =
+                matches!(aged, age::Aged::Leak | age::Aged::Open(age::Open::OneShort { .. }) | age::Aged::Kept);
             let consumer = if candidate { (facts.consumer)(id) } else { None };
             (id, holds, aged, f, consumer)
         })
