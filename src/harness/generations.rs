@@ -94,6 +94,8 @@ pub(crate) struct RunGenerations {
     /// that leak, are open or kept old residue, beyond a consumer's share; residue without a
     /// stack), per cycle: what a leak the counter found must be.
     unexplained: Vec<(u64, u64)>,
+    /// When the run began: its pace turns a window in time into cycles.
+    started: std::time::Instant,
 }
 
 /// Stacks per cycle, about, that a watched size class costs: a class more common than this is
@@ -136,6 +138,7 @@ impl RunGenerations {
             consumers: Default::default(),
             leak_look: None,
             unexplained: Vec::new(),
+            started: std::time::Instant::now(),
         }
     }
 
@@ -254,6 +257,10 @@ impl RunGenerations {
             let class_turnover = |size: u64| g.class_turnover(size).map(u64::from);
             let first_seen = |id: u32| g.first_seen(id).map(cycle_of_gen);
             let consumer = |id: u32| self.consumer_of(g, id);
+            // The cycles the timer's window takes at this run's pace so far.
+            let per_cycle = self.started.elapsed().as_secs_f64() / self.cycles.max(1) as f64;
+            let periodic_window =
+                (crate::verdict::retained::consumer::TIMER_HOLDS_SECONDS / per_cycle.max(1e-6)).ceil() as u64;
             let facts = SiteFacts {
                 name: &name,
                 turnover: &turnover,
@@ -261,6 +268,7 @@ impl RunGenerations {
                 first_seen: &first_seen,
                 consumer: &consumer,
                 reported,
+                periodic_window,
             };
             let all = generations::bookkeeping(|| sites(&held, Span { first: from, last: to }, &facts, named));
             let unexplained = generations::bookkeeping(|| self.unexplained_of(g, &held, &all, suppressions));

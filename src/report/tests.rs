@@ -433,3 +433,67 @@ fn the_job_summary_opens_with_the_summary_and_lists_what_was_not_measured() {
     assert!(md.contains("### Not measured"), "{md}");
     assert!(md.contains("- `swallowed_close_errors`: no close result was made"), "{md}");
 }
+
+/// A signal whose undecided state does not hold the run (a corroborating one with no growth
+/// evidenced) is shown, not judged, everywhere: not a finding, not a note of cycles needed, in
+/// parentheses in the table; one that holds the run is a finding of an inconclusive run.
+#[test]
+fn an_undecided_signal_that_does_not_judge_says_so_everywhere() {
+    let flat = |c: u64| {
+        let mut s = sample(c);
+        if let Some(j) = s.sample.jemalloc.as_mut() {
+            j.allocated_bytes = 10_000_000 + (c * 7919) % 2000;
+            (j.tcache_bytes, j.internal_bytes) = (0, 40_000);
+        }
+        s.sample.rocksdb = None;
+        s.retained_handles = BTreeMap::new();
+        s
+    };
+    let samples: Vec<CycleSample> = (0..150).map(flat).collect();
+    let mut verdict = analyze(&samples, None, None, &AnalysisConfig::default());
+    // A corroborating signal left undecided, its growth not evidenced.
+    let rss = verdict
+        .signals
+        .iter_mut()
+        .find(|s| s.signal.signal() == crate::Signal::RssAnonOutsideJemallocBytes)
+        .expect("rss_anon_outside_jemalloc_bytes");
+    assert!(rss.corroborating());
+    (rss.verdict, rss.informational, rss.growth, rss.more_cycles_needed) =
+        (crate::Verdict::Inconclusive, false, None, Some(224));
+    verdict.verdict = crate::verdict::aggregate(&mut verdict.signals);
+    let settings = RunSettings { command: "check".to_string(), cycles: 150, ..RunSettings::default() };
+    let report = RunReport::new(
+        settings.clone(),
+        verdict.clone(),
+        CycleSummary::default(),
+        crate::Ledger::new().report(),
+        150,
+        3.0,
+        true,
+    );
+    let undecided: Vec<_> =
+        report.verdict.signals.iter().filter(|s| !s.informational && s.verdict != crate::Verdict::Clean).collect();
+    assert_eq!(report.verdict.verdict, crate::Verdict::Clean, "{undecided:#?}");
+    let rss = report.signal(crate::Signal::RssAnonOutsideJemallocBytes).expect("the row");
+    assert!(rss.informational, "shown, not judged");
+    assert!(report.findings().is_empty(), "{:?}", report.findings());
+    let table = text::table(&report);
+    assert!(!table.contains("rss_anon_outside_jemalloc_bytes: inconclusive"), "{table}");
+    assert!(
+        table.lines().any(|l| l.starts_with("rss_anon_outside_jemalloc_bytes") && l.contains("(inconclusive)")),
+        "{table}"
+    );
+    // Growth evidenced: it holds the run, and is its finding.
+    let mut held = verdict;
+    let rss =
+        held.signals.iter_mut().find(|s| s.signal.signal() == crate::Signal::RssAnonOutsideJemallocBytes).expect("row");
+    rss.informational = false;
+    let unexplained = held.signal(crate::Signal::UnexplainedBytes).and_then(|s| s.growth).expect("a growth");
+    let rss =
+        held.signals.iter_mut().find(|s| s.signal.signal() == crate::Signal::RssAnonOutsideJemallocBytes).expect("row");
+    rss.growth = Some(crate::verdict::Growth { lower: 1.0, ..unexplained });
+    held.verdict = crate::verdict::aggregate(&mut held.signals);
+    let report = RunReport::new(settings, held, CycleSummary::default(), crate::Ledger::new().report(), 150, 3.0, true);
+    assert_eq!(report.verdict.verdict, crate::Verdict::Inconclusive);
+    assert!(report.findings().iter().any(|f| f.signal == "rss_anon_outside_jemalloc_bytes"), "{:?}", report.findings());
+}

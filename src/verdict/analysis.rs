@@ -328,7 +328,8 @@ impl Analysis {
             (Some(b), Some(l)) => Some(BaselineReturn::judge(b, l, self.cfg.baseline_tolerance_bytes)),
             _ => None,
         };
-        let mut verdict = aggregate(&signals);
+        let mut signals = signals;
+        let mut verdict = aggregate(&mut signals);
         if let Some(b) = &baseline_return {
             verdict = verdict.worst(b.verdict);
         }

@@ -540,7 +540,7 @@ impl RunVerdict {
             for s in self.signals.iter_mut().filter(|s| contradicted_counter(s)) {
                 s.informational = true;
             }
-            let mut verdict = aggregate(&self.signals);
+            let mut verdict = aggregate(&mut self.signals);
             if let Some(b) = &self.baseline_return {
                 verdict = verdict.worst(b.verdict);
             }
@@ -566,7 +566,7 @@ impl RunVerdict {
         b.suppressed_bytes = bytes;
         b.verdict = b.judged();
         let b = b.verdict;
-        let mut verdict = aggregate(&self.signals).worst(b);
+        let mut verdict = aggregate(&mut self.signals).worst(b);
         if self.bytes_unavailable.is_some() {
             verdict = verdict.worst(Verdict::Inconclusive);
         }
@@ -596,26 +596,20 @@ fn contradicted_counter(s: &SignalVerdict) -> bool {
         && s.record_holds.is_some_and(|h| h.contradicts())
 }
 
-/// The run's verdict from its signals: the worst of the judged (not informational) ones, where a
-/// corroborating signal's "inconclusive" counts as clean unless it evidences growth
+/// The run's verdict from its signals: the worst of the judged (not informational) ones. A
+/// corroborating signal's "inconclusive" without growth evidenced does not judge
 /// ([`Signal::corroborating`]: coarse signals can call a leak, but their noise alone does not
 /// hold a run once the exact byte count and the exact per-directory and per-handle signals have
-/// decided; growth they see does, so the run looks longer).
-pub(crate) fn aggregate(signals: &[SignalVerdict]) -> Verdict {
-    aggregate_of(signals.iter().filter(|s| !s.informational))
-}
-
-/// [`aggregate`] of the signals given (all judged).
-fn aggregate_of<'a>(signals: impl Iterator<Item = &'a SignalVerdict>) -> Verdict {
-    signals
-        .map(|s| {
-            if s.corroborating() && s.verdict == Verdict::Inconclusive && !s.growth_evidenced() {
-                Verdict::Clean
-            } else {
-                s.verdict
-            }
-        })
-        .fold(Verdict::Clean, Verdict::worst)
+/// decided; growth they see does, so the run looks longer): it is marked shown, not judged
+/// ([`SignalVerdict::informational`]), so that every view of the run says so, never
+/// "inconclusive" beside a verdict it did not hold.
+pub(crate) fn aggregate(signals: &mut [SignalVerdict]) -> Verdict {
+    for s in signals.iter_mut() {
+        if !s.informational && s.corroborating() && s.verdict == Verdict::Inconclusive && !s.growth_evidenced() {
+            s.informational = true;
+        }
+    }
+    signals.iter().filter(|s| !s.informational).map(|s| s.verdict).fold(Verdict::Clean, Verdict::worst)
 }
 
 /// Judges a recorded run: statistical signals over the cycles after warm-up, exact signals over

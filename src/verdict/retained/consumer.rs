@@ -9,6 +9,13 @@
 //! ([`super::age::History::explained_share`]); residue at its stacks with no report covering it
 //! is never called a leak by its age, only open.
 //!
+//! One more holds memory by time rather than by amount: RocksDB's periodic-task timer. While any
+//! DB is open, a DB closed beside it leaves its cancelled periodic tasks (the stats dump, the info
+//! log's flush) in the timer's heap until they are next due: up to twice their period (the first
+//! run is delayed by up to a period more), 600 s for the stats dump by default
+//! ([`TIMER_HOLDS_SECONDS`]). Residue at `rocksdb::Timer::Add` turns over within that time,
+//! converted into cycles at the run's own pace ([`SiteFacts::periodic_window`](super::SiteFacts)).
+//!
 //! A stack fills a consumer when one of its frames is one of RocksDB's functions that make the
 //! consumer's memory (below, per kind): the innermost such frame decides. RocksDB's cache code
 //! (its shards' insert) serves the block cache and the table cache alike, so it decides only
@@ -34,7 +41,16 @@ pub enum Consumer {
     /// keeps) and metadata (its entry in the current version, the SST file manager, the table
     /// cache, the files grabbed for a purge).
     Files,
+    /// RocksDB's periodic-task timer: the tasks of DBs closed while another stays open, until next
+    /// due (a window in time, not an amount).
+    PeriodicTasks,
 }
+
+/// The longest a cancelled periodic task stays in RocksDB's timer by default, with a quarter
+/// more: twice the stats dump's period of 600 s (`stats_dump_period_sec`; the first run of a task
+/// is delayed by up to one period more than its period). A store that sets a longer period holds
+/// its closed DBs' tasks longer: residue at `rocksdb::Timer::Add` older than this is judged.
+pub(crate) const TIMER_HOLDS_SECONDS: f64 = 2.0 * 600.0 * 1.25;
 
 /// RocksDB's cache code, which fills the block cache unless another maker is on the stack.
 const CACHE_CODE: [&str; 3] =
@@ -42,7 +58,8 @@ const CACHE_CODE: [&str; 3] =
 
 impl Consumer {
     /// Every kind.
-    pub(crate) const ALL: [Consumer; 3] = [Consumer::BlockCache, Consumer::Memtable, Consumer::Files];
+    pub(crate) const ALL: [Consumer; 4] =
+        [Consumer::BlockCache, Consumer::Memtable, Consumer::Files, Consumer::PeriodicTasks];
 
     /// RocksDB's functions whose allocations fill this consumer (a frame contains one).
     fn makers(self) -> &'static [&'static str] {
@@ -69,6 +86,9 @@ impl Consumer {
                 "rocksdb::TableCache::FindTable",
                 "rocksdb::DBImpl::MarkAsGrabbedForPurge",
             ],
+            // A DB's periodic tasks, added to the timer when it opens (the scheduler copies each
+            // task's function into the timer's argument: the copy is the timer entry's).
+            Consumer::PeriodicTasks => &["rocksdb::Timer::Add", "rocksdb::PeriodicTaskScheduler::Register"],
         }
     }
 
@@ -98,7 +118,14 @@ impl Consumer {
                     .max(m.live_sst_bytes as f64 * crate::probe::TABLE_READER_SHARE);
                 readers + m.live_sst_files as f64 * crate::probe::LIVE_FILE_BYTES
             }
+            // Bounded by time, not amount: see `bounded_by_time`.
+            Consumer::PeriodicTasks => 0.0,
         }
+    }
+
+    /// Whether what it holds is bounded by time ([`TIMER_HOLDS_SECONDS`]) rather than by a report.
+    pub(crate) fn bounded_by_time(self) -> bool {
+        self == Consumer::PeriodicTasks
     }
 
     /// Its name in reports.
@@ -107,6 +134,7 @@ impl Consumer {
             Consumer::BlockCache => "block cache",
             Consumer::Memtable => "memtables",
             Consumer::Files => "SST files' readers and metadata",
+            Consumer::PeriodicTasks => "RocksDB's periodic-task timer",
         }
     }
 }

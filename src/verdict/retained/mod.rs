@@ -209,6 +209,9 @@ pub(crate) struct SiteFacts<'a> {
     pub consumer: &'a dyn Fn(u32) -> Option<Consumer>,
     /// What the store reports RocksDB accounts for (`None`: it reports nothing).
     pub reported: Option<&'a crate::probe::RocksDbMemory>,
+    /// [`consumer::TIMER_HOLDS_SECONDS`] in cycles at the run's pace: the window of residue at
+    /// RocksDB's periodic-task timer.
+    pub periodic_window: u64,
 }
 
 #[derive(Default)]
@@ -305,7 +308,7 @@ pub(crate) fn sites(held: &[Held], at: age::Span, facts: &SiteFacts<'_>, named: 
     // Each consumer's report spread over what its candidate stacks hold.
     let mut share: BTreeMap<Consumer, f64> = BTreeMap::new();
     if let Some(m) = facts.reported {
-        for kind in Consumer::ALL {
+        for kind in Consumer::ALL.into_iter().filter(|k| !k.bounded_by_time()) {
             let held: u64 =
                 judged.iter().filter(|j| j.4 == Some(kind)).map(|j| j.1.iter().map(|(_, b)| b).sum::<u64>()).sum();
             if held > 0 {
@@ -318,6 +321,8 @@ pub(crate) fn sites(held: &[Held], at: age::Span, facts: &SiteFacts<'_>, named: 
             let g = &stacked[id];
             let mut h = history(facts, now, *id, g, holds);
             match facts.reported {
+                // Held for a time: what is younger than it turns over.
+                _ if kind.bounded_by_time() => h.turnover = h.turnover.max(Some(facts.periodic_window)),
                 Some(_) => h.explained_share = share.get(&kind).copied().unwrap_or(0.0),
                 None => h.unreported_consumer = true,
             }

@@ -38,6 +38,7 @@ impl Record {
             first_seen: &first_seen,
             consumer: &consumer,
             reported: self.reported.as_ref(),
+            periodic_window: 1000,
         };
         sites(held, at, &facts, true)
     }
