@@ -175,7 +175,6 @@ fn every_variant_is_caught_and_every_clean_store_is_clean() {
     named("snapshot-bursts", Signal::UnexplainedBytes.into());
     named("marker-failure-leaks-sometimes", leakcheck::SignalId::member(Signal::BytesPerFiring, "close.marker"));
     named("fd-outside-dir", Signal::OpenFdsOutsideDir.into());
-    named("accounted-growth", Signal::RocksdbExplainedBytes.into());
     // The leaks a counter of the process's bytes misjudges, by the allocations' generations.
     for variant in ["list-cf-failure", "leak-beside-give-back", "leak-begins-late", "doubling-container"] {
         named(variant, Signal::RetainedBytes.into());

@@ -22,7 +22,7 @@
 //! - a container's block moves to the cycle that grew it, and its growths are recorded;
 //! - a RocksDB consumer's share is explained when the store reports it.
 
-use leakcheck::workspace::age::{self, Aged, Growth, History, Open, Span};
+use leakcheck::workspace::age::{self, Aged, ContainerGrowth, History, Open, Span};
 use leakcheck::workspace::SplitMix64;
 
 /// The warm-up: cycles before it are not judged (check's default).
@@ -453,7 +453,7 @@ struct ContainerState {
     capacity: u64,
     /// The block (its cycle).
     block: Block,
-    growth: Option<Growth>,
+    growth: Option<ContainerGrowth>,
     /// The cycle of the rise before the last one.
     last_rise: Option<u64>,
 }
@@ -766,7 +766,7 @@ fn container(s: &mut SiteState, rng: &mut Rng, cycle: u64, from: u64, per_cycle:
         s.add(c.block);
         if grows_older && before > 0 {
             let previous = c.last_rise.unwrap_or(moved_from.cycle);
-            c.growth = Some(Growth::new(cycle, previous, c.capacity as f64 / before as f64));
+            c.growth = Some(ContainerGrowth::new(cycle, previous, c.capacity as f64 / before as f64));
         }
         c.last_rise = Some(cycle);
     }

@@ -21,7 +21,7 @@ fn setup<T>(r: Result<T>) -> std::result::Result<T, HarnessError> {
 }
 
 /// The catalog.
-pub const CLEAN_CATALOG: [CleanStore; 10] = [
+pub const CLEAN_CATALOG: [CleanStore; 13] = [
     CleanStore {
         name: "long-lived-db",
         description: "one DB open for the whole run (declared shared), flushing and compacting in the background",
@@ -84,6 +84,26 @@ pub const CLEAN_CATALOG: [CleanStore; 10] = [
         description: "rust-rocksdb's own types: a 512 KiB cache shared by every open, turning over, never let go of",
         plan: "open.db=3%,work.read=5%,work.write=5%,close.flush=5%",
         run: |dir, ledger, cfg| checked(&mut setup(TurningCache::new(dir))?, ledger, cfg),
+    },
+    CleanStore {
+        name: "kept-cache",
+        description:
+            "a 64 MiB block cache shared by every cycle's DB, filling 14 KB a cycle, reported, never let go of",
+        plan: "open.db=3%,work.read=5%,close.flush=5%",
+        run: |dir, ledger, cfg| checked(&mut setup(KeptCache::new(dir, ledger))?, ledger, cfg),
+    },
+    CleanStore {
+        name: "kept-db",
+        description:
+            "a DB kept open and reported, its memtable filling 40 KB a cycle, a segment DB opened and closed beside it",
+        plan: "open.segment=3%,work.write=5%,close.flush=5%",
+        run: |dir, ledger, cfg| checked(&mut setup(KeptDb::new(dir, ledger))?, ledger, cfg),
+    },
+    CleanStore {
+        name: "bounded-log",
+        description: "a VecDeque of the last 2,048 events that doubles until it holds them, then drops its oldest",
+        plan: "open.db=3%,work.write=5%",
+        run: |dir, ledger, cfg| checked(&mut BoundedLog::new(dir), ledger, cfg),
     },
     CleanStore {
         name: "reference-4x8",
@@ -216,5 +236,8 @@ crate::opaque_debug!(
     CfChurn,
     MultiThreadedCf,
     ReadOnlyBesideWriter,
-    TurningCache
+    TurningCache,
+    KeptCache,
+    KeptDb,
+    BoundedLog
 );

@@ -66,6 +66,8 @@ const MARKER_LEAK_BYTES: usize = 1024;
 const SOMETIMES_LEAK_BYTES: usize = 4096;
 /// The snapshot-bursts variant's burst.
 const BURST_BYTES: usize = 32 << 10;
+/// Entries of the error-path-beside-cache variant's small cache.
+const SMALL_CACHE_ENTRIES: usize = 8;
 /// What the leak-beside-give-back, leak-begins-late and doubling-container variants keep per
 /// cycle.
 const KIB_LEAK_BYTES: usize = 1024;
@@ -181,9 +183,6 @@ pub enum Variant {
     MarkerFailureLeaksSometimes,
     /// A file outside the store's directory (`/dev/null`) opened every 50 cycles and kept.
     FdOutsideDir,
-    /// A DB kept open for the run (declared shared, accounted for) whose memtable grows by 1 KiB
-    /// a cycle and is never flushed: what RocksDB accounts for never levels off.
-    AccountedGrowth,
     /// Each cycle writes a marker in a transaction of a transaction DB kept open (declared
     /// shared); when its commit is to fail (an injected error at `work.commit`), the error path
     /// forgets the transaction (a retry that never comes) instead of rolling it back.
@@ -202,6 +201,10 @@ pub enum Variant {
     /// A list of records kept for the life of the store, 1 KiB appended each cycle: a container
     /// whose buffer doubles now and then (a realloc to twice the size, the old buffer freed).
     DoublingContainer,
+    /// One function makes a 384 B buffer each cycle: its normal path puts it in a small cache that
+    /// evicts its oldest (8 entries), its error path (a hash of the cycle picks 1 cycle in 4)
+    /// forgets it. The function gives memory back every cycle, and leaks.
+    ErrorPathBesideCache,
 }
 
 /// The reference store's settings.
@@ -416,7 +419,8 @@ struct Planted {
     pool: Vec<usize>,
     /// The doubling-container variant's records.
     records: Vec<u8>,
-    accounted: Option<(TrackedDb<SingleThreaded>, TrackedOptions)>,
+    /// The error-path-beside-cache variant's cache (at most [`SMALL_CACHE_ENTRIES`], oldest first).
+    small_cache: std::collections::VecDeque<Vec<u8>>,
     transactions: Option<(TrackedTransactionDb<SingleThreaded>, TrackedOptions, TrackedTransactionDbOptions)>,
 }
 
@@ -465,8 +469,6 @@ impl ReferenceStore {
         let store = ReferenceStore { config, tasks, owners: Arc::default(), planted: Mutex::new(Planted::with_room()) };
         match store.config.variant {
             Variant::LeakBesideGiveBack => store.fill_pool(),
-            // Opened before the run, as a DB kept for the life of the store is.
-            Variant::AccountedGrowth => store.open_accounted(ledger)?,
             Variant::TransactionLeakOnError => store.open_transactions(ledger)?,
             _ => {}
         }
@@ -479,9 +481,6 @@ impl ReferenceStore {
             if state.shared.is_none() {
                 state.shared = Some(TaskShared::new(ledger, &self.config, t));
             }
-        }
-        if self.config.variant == Variant::AccountedGrowth && lock(&self.planted).accounted.is_none() {
-            self.open_accounted(ledger)?;
         }
         Ok(())
     }
@@ -589,7 +588,7 @@ impl Lifecycle for ReferenceStore {
                 let f = planted!("fd-outside-dir", std::fs::File::open("/dev/null"));
                 lock(&self.planted).files.push(f.map_err(io(Path::new("/dev/null")))?);
             }
-            Variant::AccountedGrowth => self.grow_accounted(ctx)?,
+            Variant::ErrorPathBesideCache => self.load_value(ctx.cycle),
             Variant::TransactionLeakOnError => self.commit_in_transaction(ctx)?,
             _ => {}
         }
@@ -646,14 +645,13 @@ impl Lifecycle for ReferenceStore {
         report
     }
 
-    /// The tasks' shared caches and write buffer managers, and the DB the accounted-growth
-    /// variant keeps: what the store keeps across cycles, let go of once the run is over. (What
-    /// the planted bugs park stays parked: they lost track of it.)
+    /// The tasks' shared caches and write buffer managers: what the store keeps across cycles,
+    /// let go of once the run is over. (What the planted bugs park stays parked: they lost track
+    /// of it.)
     fn let_go(&mut self) {
         for state in &mut self.tasks {
             state.shared = None;
         }
-        lock(&self.planted).accounted = None;
     }
 
     fn data_dir(&self) -> Option<PathBuf> {
@@ -675,13 +673,9 @@ impl Lifecycle for ReferenceStore {
     fn rocksdb_memory(&self) -> Option<RocksDbMemory> {
         // Sampled between cycles, when every segment is closed: the caches and what the write
         // buffer managers reserved in them (memtables of DBs still open somewhere).
-        let planted = lock(&self.planted);
         let mut consumers = leakcheck::probe::MemoryConsumers::new().ok()?;
         for shared in self.tasks.iter().filter_map(|t| t.shared.as_ref()) {
             consumers.cache(&shared.cache).write_buffer_manager(&shared.write_buffers);
-        }
-        if let Some((db, _)) = &planted.accounted {
-            consumers.db(db);
         }
         consumers.read().ok()
     }
@@ -703,7 +697,7 @@ impl Drop for ReferenceStore {
         drop(planted.registry);
         drop(planted.side_dbs);
         drop(planted.files);
-        drop(planted.accounted);
+        drop(planted.small_cache);
     }
 }
 

@@ -1,4 +1,4 @@
-//! What the planted variants do beside the correct store: native allocations kept, a pool, RocksDB memory that grows, transactions and a side DB.
+//! What the planted variants do beside the correct store: native allocations kept, a pool, a cache beside a leak, transactions and a side DB.
 
 #[allow(clippy::wildcard_imports)]
 use super::*;
@@ -50,32 +50,20 @@ impl ReferenceStore {
         planted.records.extend((0..KIB_LEAK_BYTES).map(|i| fill[i % 8]));
     }
 
-    /// The accounted-growth variant's DB, kept for the life of the store (declared shared,
-    /// reported to RocksDB's accounting), with a write buffer of 1 GiB: it never flushes.
-    pub(super) fn open_accounted(&self, ledger: &Ledger) -> Result<(), StoreError> {
-        let fail = |source| StoreError::RocksDb { task: 0, segment: 0, what: "accounted db", source };
-        let _owner = owner_scope("accounted db");
-        let mut opts = TrackedOptions::new(ledger);
-        opts.create_if_missing(true);
-        opts.set_write_buffer_size(1 << 30);
-        opts.set_arena_block_size(4 << 10);
-        opts.set_disable_auto_compactions(true);
-        let db = TrackedDb::<SingleThreaded>::open(&opts, self.config.dir.join("accounted")).map_err(fail)?;
-        for token in [db.token(), opts.token()] {
-            token.declare_shared();
+    /// The error-path-beside-cache variant's function: a buffer made each cycle, kept in a small
+    /// cache that evicts its oldest on the normal path, forgotten on the error path (1 cycle in 4).
+    pub(super) fn load_value(&self, cycle: u64) {
+        let buffer = planted!("error-path-beside-cache", vec![(cycle as u8) ^ 0x5a; 384]);
+        if mix(cycle ^ 0xe440).is_multiple_of(4) {
+            // The error path: a retry that never comes was to have used it.
+            std::mem::forget(std::hint::black_box(buffer));
+            return;
         }
-        lock(&self.planted).accounted = Some((db, opts));
-        Ok(())
-    }
-
-    /// Planted: the kept DB's memtable takes 1 KiB more every cycle.
-    pub(super) fn grow_accounted(&self, ctx: &CycleCtx<'_>) -> Result<(), StoreError> {
-        let fail = |source| StoreError::RocksDb { task: 0, segment: ctx.cycle, what: "accounted db", source };
-        let planted = lock(&self.planted);
-        if let Some((db, _)) = &planted.accounted {
-            planted!("accounted-growth", db.put(ctx.cycle.to_be_bytes(), [0x5a; 1024]).map_err(fail)?);
+        let mut planted = lock(&self.planted);
+        planted.small_cache.push_back(buffer);
+        if planted.small_cache.len() > SMALL_CACHE_ENTRIES {
+            planted.small_cache.pop_front();
         }
-        Ok(())
     }
 
     /// The transaction DB [`Variant::TransactionLeakOnError`] keeps for the run (declared shared,
