@@ -143,7 +143,9 @@ fn check_goes_on_while_inconclusive_up_to_max_cycles() {
 
 /// A short complete run decides on the allocation generations: 1 KiB of C malloc a cycle is a
 /// leak, and the clean loop clean, within a few cycles past the 5-cycle warm-up (the counter's
-/// growth rule needed 36). `--leak none` can only be clean because retained_bytes judged it.
+/// growth rule needed 36): 8 judged cycles, by which a leak in every cycle holds 4 of the later
+/// half's (docs/verdict.md, the power table). `--leak none` can only be clean because
+/// retained_bytes judged it.
 #[test]
 fn time_to_verdict_decides_in_a_few_cycles() {
     let run = |leak: &str| -> (i32, serde_json::Value) {
@@ -155,7 +157,7 @@ fn time_to_verdict_decides_in_a_few_cycles() {
         let (code, d) = run(leak);
         assert_eq!((code, d["verdict"].as_str()), (exit, Some(verdict)), "{leak}: {d}");
         let cycles = d["cycles_to_verdict"].as_u64().expect("cycles_to_verdict");
-        assert!((7..=12).contains(&cycles), "{leak}: decided after {cycles} cycles: {d}");
+        assert!((10..=14).contains(&cycles), "{leak}: decided after {cycles} cycles: {d}");
         assert!(d["cycles_in_all"].as_u64().is_some_and(|all| all >= cycles), "{d}");
     }
 }

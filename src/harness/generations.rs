@@ -185,6 +185,11 @@ impl RunGenerations {
         }
     }
 
+    /// Whether the record missed allocations (its table could not grow): it is not judged.
+    pub(crate) fn incomplete(&self) -> bool {
+        self.gens.is_some_and(|g| !g.exact())
+    }
+
     /// Whether this run's allocations are recorded by generation.
     pub(crate) fn recorded(&self) -> bool {
         self.gens.is_some() && !self.interleaved
@@ -346,9 +351,10 @@ impl RunGenerations {
     }
 
     /// This run's record and the last cycle it judges (all but the youngest), when generations
-    /// were recorded for this run alone.
+    /// were recorded for this run alone and the record is complete (a record that missed
+    /// allocations is never judged: [`RunGenerations::incomplete`]).
     fn judged_record(&self) -> Option<(&'static Generations, u64)> {
-        let g = self.gens.filter(|_| !self.interleaved)?;
+        let g = self.gens.filter(|g| !self.interleaved && g.exact())?;
         Some((g, self.cycles.checked_sub(1 + YOUNG_CYCLES)?))
     }
 
@@ -455,14 +461,21 @@ impl RunGenerations {
         GenerationsReport {
             available: true,
             mechanism: Some(MECHANISM.to_string()),
-            notice: if self.let_go_panicked {
+            notice: if !g.exact() {
+                Some(
+                    "the allocation record missed allocations (its table could not grow): retained_bytes is not judged"
+                        .to_string(),
+                )
+            } else if self.let_go_panicked {
                 Some(
                     "the store's Lifecycle::let_go panicked: what it keeps across cycles may be counted as retained"
                         .to_string(),
                 )
             } else if self.shared_alive > 0 {
                 Some(format!(
-                    "{} declared-shared handles still alive after Lifecycle::let_go: what they hold cannot be told from a leak, so a leak retained_bytes finds is shown, not judged (let go of them in Lifecycle::let_go)",
+                    "{} declared-shared handles still alive after Lifecycle::let_go: they were judged as they held, \
+                     what a reported consumer holds explained (let go of them in Lifecycle::let_go to list what the \
+                     cycles alone still hold)",
                     self.shared_alive
                 ))
             } else {

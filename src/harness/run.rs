@@ -298,7 +298,7 @@ impl<'a> Run<'a> {
         // The record at its own looks and at the counter's: what the judged cycles hold, by age.
         let record_look = look.is_some() || record_look_due(cycle + 1, warmup);
         if record_look {
-            let reported = sampled.as_ref().map_or_else(|| store.rocksdb_memory(), |s| s.sample.rocksdb.clone());
+            let reported = sampled.as_ref().map_or_else(|| store.rocksdb_memory(), |s| s.sample.rocksdb);
             self.look_at_the_record(reported.as_ref(), false);
         }
         if let Some(look) = look {
@@ -326,10 +326,11 @@ impl<'a> Run<'a> {
             first_leak_cycle: self.first_leak_cycle,
             retained: self.retained.as_ref().filter(|_| record_look),
         };
-        // Decided: a leak the record found (at any of its looks: a leak found stays found), or a
-        // look's verdict, the record's joined to the counter's, that is a leak or clean.
+        // Decided: a leak the record found (at any of its looks: a leak found stays found; it stops
+        // the run as an exact signal's leak does, not with --all-cycles or --profile), or a look's
+        // verdict, the record's joined to the counter's, that is a leak or clean.
         let decided = cfg.decide_after.is_some()
-            && (record_leak
+            && ((record_leak && cfg.stop_on_exact_leak)
                 || look.is_some()
                     && self.judged.as_ref().is_some_and(|v| matches!(v.verdict, Verdict::Leak | Verdict::Clean)));
         // The observer is the caller's monitoring (the runner's progress and reports), not the
@@ -471,6 +472,13 @@ impl<'a> Run<'a> {
         let suppressions = self.cfg.suppressions.uses(&ledger, retained.as_ref(), self.cycles_run);
         if let Some(r) = retained {
             verdict.add_retained(crate::verdict::retained::verdict(r));
+        } else if self.c.gens.incomplete() {
+            let (signal, rule) = (crate::Signal::RetainedBytes.into(), crate::verdict::Rule::Exact { expected: 0.0 });
+            verdict.add_retained(crate::SignalVerdict::unmeasured(
+                signal,
+                rule,
+                crate::verdict::Unmeasured::RecordIncomplete,
+            ));
         }
         HarnessReport {
             cycles_run: self.cycles_run,

@@ -5,7 +5,7 @@
 #![allow(clippy::disallowed_types)]
 
 use rocksdb::perf::MemoryUsageBuilder;
-use rocksdb::ThreadMode;
+use rocksdb::{Cache, DBWithThreadMode, ThreadMode};
 
 use super::RocksDbMemory;
 use crate::tracked::{TrackedCache, TrackedDb, TrackedWriteBufferManager};
@@ -15,6 +15,17 @@ const DUMMY_ENTRY_BYTES: u64 = 256 << 10;
 
 /// Reads one DB's live SST files: their count and bytes.
 type LiveFiles<'a> = Box<dyn Fn() -> Result<(u64, u64), rocksdb::Error> + 'a>;
+
+/// A cache added: its identity (the ledger's id when it is tracked, else the address of the value
+/// given: the binding does not expose the native object, so add a raw cache once, not a clone of
+/// it beside), its usage now, its capacity, and the ledger's id (what a write buffer manager
+/// charges is matched by it).
+struct CacheRef<'a> {
+    at: usize,
+    usage: &'a Cache,
+    capacity: u64,
+    token: Option<u64>,
+}
 
 /// The live DBs, caches and write buffer managers whose memory RocksDB should account for. A cache
 /// shared by several of them counts once.
@@ -39,7 +50,7 @@ pub struct MemoryConsumers<'a> {
     builder: MemoryUsageBuilder<'a>,
     /// Each DB's live SST files: how many, and their bytes.
     files: Vec<LiveFiles<'a>>,
-    caches: Vec<&'a TrackedCache>,
+    caches: Vec<CacheRef<'a>>,
     managers: Vec<&'a TrackedWriteBufferManager>,
 }
 
@@ -68,6 +79,11 @@ impl<'a> MemoryConsumers<'a> {
 
     /// Adds a live DB (its memtables, table readers and the block caches of its column families).
     pub fn db<T: ThreadMode>(&mut self, db: &'a TrackedDb<T>) -> &mut Self {
+        self.raw_db(db)
+    }
+
+    /// Adds a live DB of rust-rocksdb's own types ([`MemoryConsumers::db`] for a tracked one).
+    pub fn raw_db<T: ThreadMode>(&mut self, db: &'a DBWithThreadMode<T>) -> &mut Self {
         self.builder.add_db(db);
         self.files.push(Box::new(move || {
             let files = db.live_files()?;
@@ -78,9 +94,20 @@ impl<'a> MemoryConsumers<'a> {
 
     /// Adds a cache, bounded by its capacity.
     pub fn cache(&mut self, cache: &'a TrackedCache) -> &mut Self {
-        if !self.caches.iter().any(|c| c.token().id() == cache.token().id()) {
+        self.add_cache(cache, cache.capacity() as u64, Some(cache.token().id()))
+    }
+
+    /// Adds a cache of rust-rocksdb's own type, bounded by `capacity_bytes`, the capacity it was
+    /// made with (rust-rocksdb has no getter): what it holds above that is not explained.
+    pub fn raw_cache(&mut self, cache: &'a Cache, capacity_bytes: usize) -> &mut Self {
+        self.add_cache(cache, capacity_bytes as u64, None)
+    }
+
+    fn add_cache(&mut self, cache: &'a Cache, capacity: u64, token: Option<u64>) -> &mut Self {
+        let at = token.map_or(std::ptr::from_ref(cache) as usize, |id| id as usize);
+        if !self.caches.iter().any(|c| c.at == at) {
             self.builder.add_cache(cache);
-            self.caches.push(cache);
+            self.caches.push(CacheRef { at, usage: cache, capacity, token });
         }
         self
     }
@@ -106,11 +133,11 @@ impl<'a> MemoryConsumers<'a> {
             let reserved: u64 = self
                 .managers
                 .iter()
-                .filter(|m| m.charged_cache() == Some(cache.token().id()))
+                .filter(|m| cache.token.is_some() && m.charged_cache() == cache.token)
                 .map(|m| (m.get_usage() as u64).div_ceil(DUMMY_ENTRY_BYTES) * DUMMY_ENTRY_BYTES)
                 .sum();
-            let real = (cache.get_usage() as u64).saturating_sub(reserved);
-            over_capacity += real.saturating_sub(cache.capacity() as u64);
+            let real = (cache.usage.get_usage() as u64).saturating_sub(reserved);
+            over_capacity += real.saturating_sub(cache.capacity);
             reserved_total += reserved;
         }
         let (mut live_sst_files, mut live_sst_bytes) = (0, 0);

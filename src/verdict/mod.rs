@@ -521,7 +521,8 @@ impl RunVerdict {
     /// [`SignalVerdict::record_holds`]) moved with something else: it is shown, not judged. Where
     /// they held as much, it counts: the record's stacks may not name it (a leak's firings made
     /// before their size was watched, one whose stack differs each cycle), but its bytes are
-    /// there.
+    /// there. A counter still below its evidence floor has measured no growth to compare: beside
+    /// a clean record it is shown, not judged (a short run is the record's to decide).
     pub(crate) fn add_retained(&mut self, v: SignalVerdict) {
         let at = self
             .signals
@@ -537,7 +538,13 @@ impl RunVerdict {
         }
         self.signals.insert(at, v);
         if recorded {
-            for s in self.signals.iter_mut().filter(|s| contradicted_counter(s)) {
+            let clean = self.signals.iter().any(|s| {
+                s.signal.signal() == crate::signal::Signal::RetainedBytes
+                    && !s.informational
+                    && s.verdict == Verdict::Clean
+            });
+            for s in self.signals.iter_mut().filter(|s| contradicted_counter(s) || (clean && counter_without_growth(s)))
+            {
                 s.informational = true;
             }
             let mut verdict = aggregate(&mut self.signals);
@@ -594,6 +601,17 @@ fn contradicted_counter(s: &SignalVerdict) -> bool {
     !s.informational
         && matches!(s.verdict, Verdict::Leak | Verdict::Inconclusive)
         && s.record_holds.is_some_and(|h| h.contradicts())
+}
+
+/// The counter's growth rule undecided with no growth measured to compare with the record (below
+/// its evidence floor: too few samples).
+fn counter_without_growth(s: &SignalVerdict) -> bool {
+    let counted = [crate::signal::Signal::UnexplainedBytes, crate::signal::Signal::RocksdbExplainedBytes];
+    !s.informational
+        && s.verdict == Verdict::Inconclusive
+        && counted.contains(&s.family())
+        && s.growth.is_none()
+        && s.record_holds.is_none()
 }
 
 /// The run's verdict from its signals: the worst of the judged (not informational) ones. A

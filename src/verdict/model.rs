@@ -119,6 +119,9 @@ pub enum Unmeasured {
     NoRocksdbMemory,
     /// The store names no data directory (`Lifecycle::data_dir`).
     NoDataDir,
+    /// The allocation record missed allocations (its table could not grow): what the cycles hold
+    /// is not known exactly, and `retained_bytes` is not judged.
+    RecordIncomplete,
 }
 
 impl Unmeasured {
@@ -130,6 +133,9 @@ impl Unmeasured {
             Unmeasured::NoIntegrityCheck => "the store defines no integrity check (Lifecycle::check)",
             Unmeasured::NoRocksdbMemory => "the store reports no RocksDB memory (Lifecycle::rocksdb_memory)",
             Unmeasured::NoDataDir => "the store names no data directory (Lifecycle::data_dir)",
+            Unmeasured::RecordIncomplete => {
+                "the allocation record missed allocations (its table could not grow): what the cycles hold is not known exactly"
+            }
         }
     }
 }

@@ -333,6 +333,21 @@ impl Lifecycle for PathStore {
     }
 }
 
+/// What a run's cycles kept, per cycle: by the allocation record when it was read (exact: what
+/// the judged cycles still held, at the look that found a leak or at the end; the record stops a
+/// leaking run at its first look, before the counter has an estimate), else the counter's
+/// growth estimate with its interval.
+pub(crate) fn bytes_per_cycle(r: &leakcheck::report::RunReport) -> Option<[f64; 3]> {
+    let record = r.signal(Signal::RetainedBytes).filter(|s| s.measured()).and_then(|s| s.retained.as_ref());
+    match record {
+        Some(held) => {
+            let b = held.bytes_per_cycle();
+            Some([b, b, b])
+        }
+        None => r.signal(Signal::UnexplainedBytes).and_then(|s| s.estimate).map(|e| [e.value, e.lower, e.upper]),
+    }
+}
+
 /// Runs one path in this process (call it in a process of its own).
 ///
 /// # Errors
@@ -366,10 +381,7 @@ pub fn run_path_suppressed(
     let outcome = check.run().map_err(|e| SweepError::Run { path: path.name.to_string(), message: e.to_string() })?;
     let r = &outcome.report;
     let calls = f64::from(path.calls_per_cycle);
-    let bytes_per_call = r
-        .signal(Signal::UnexplainedBytes)
-        .and_then(|s| s.estimate)
-        .map(|e| [e.value / calls, e.lower / calls, e.upper / calls]);
+    let bytes_per_call = bytes_per_cycle(r).map(|[v, lo, hi]| [v / calls, lo / calls, hi / calls]);
     Ok(PathOutcome {
         path: path.name.to_string(),
         rocksdb: ROCKSDB_VERSION.to_string(),

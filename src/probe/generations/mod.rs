@@ -208,6 +208,13 @@ impl Generations {
         !table::TABLE.broken()
     }
 
+    /// Marks the record as having missed an allocation, as a table that could not grow does (for
+    /// tests of what a run does with an incomplete record: it judges nothing by it). For the
+    /// process's life.
+    pub fn mark_incomplete(&self) {
+        table::TABLE.mark_broken();
+    }
+
     /// Allocations recorded now, and the bytes of address space their record occupies.
     pub fn record_size(&self) -> (usize, u64) {
         (table::TABLE.len(), table::TABLE.mapped_bytes())

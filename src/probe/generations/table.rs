@@ -433,6 +433,11 @@ impl Table {
         self.shards[shard_of(h)].with(|t| t.find(key, h).is_some())
     }
 
+    /// Marks the table broken, as a failed `mmap` does.
+    pub(crate) fn mark_broken(&self) {
+        self.broken.store(true, Ordering::Relaxed);
+    }
+
     /// Whether an `mmap` failed: the record missed allocations and is not exact any more.
     pub(crate) fn broken(&self) -> bool {
         self.broken.load(Ordering::Relaxed)

@@ -214,6 +214,10 @@ pub(crate) struct SiteFacts<'a> {
     pub periodic_window: u64,
 }
 
+/// A stack as [`sites`] judges it: its id, what it holds per cycle, the rule's verdict and facts,
+/// and the RocksDB consumer its frames fill.
+type Judged = (u32, Vec<(u64, u64)>, age::Aged, age::AgeFacts, Option<Consumer>);
+
 #[derive(Default)]
 struct Group {
     holds: std::collections::BTreeMap<u64, u64>,
@@ -294,7 +298,7 @@ pub(crate) fn sites(held: &[Held], at: age::Span, facts: &SiteFacts<'_>, named: 
     }
     // First without consumers: only what holds old residue (a leak, one short of one, or kept)
     // asks which consumer it fills, so that only those stacks are named.
-    let mut judged: Vec<(u32, Vec<(u64, u64)>, age::Aged, age::AgeFacts, Option<Consumer>)> = stacked
+    let mut judged: Vec<Judged> = stacked
         .iter()
         .map(|(&id, g)| {
             let holds: Vec<(u64, u64)> = g.holds.iter().map(|(&c, &b)| (c, b)).collect();

@@ -27,7 +27,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use leakcheck::harness::{CycleCtx, Lifecycle};
-use leakcheck::{Ledger, Signal, Verdict};
+use leakcheck::{Ledger, Verdict};
 use serde::{Deserialize, Serialize};
 
 use crate::{SweepError, ROCKSDB_VERSION};
@@ -203,10 +203,7 @@ pub fn run_program(program: &Program) -> Result<ProgramRun, SweepError> {
     Ok(ProgramRun {
         program: program.clone(),
         verdict: r.verdict.verdict,
-        bytes_per_run: r
-            .signal(Signal::UnexplainedBytes)
-            .and_then(|s| s.estimate)
-            .map(|e| [e.value / reps, e.lower / reps, e.upper / reps]),
+        bytes_per_run: crate::bytes_per_cycle(r).map(|[v, lo, hi]| [v / reps, lo / reps, hi / reps]),
         reps: store.reps,
         cycles: r.cycles_run,
         results: store.results.take().unwrap_or_default(),
