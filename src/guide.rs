@@ -127,12 +127,14 @@
 //! Optional methods say more: `describe` names the store and its settings in reports,
 //! `default_faults` the plan used when none is given (default: every point failing in 5% of its
 //! calls), `instances_per_cycle` the store instances a cycle opens (for the leak rate per
-//! instance), `rocksdb_memory` what RocksDB accounts for (block caches, memtables, table
-//! readers; [`MemoryConsumers`](crate::probe::MemoryConsumers) reads it), so that a cache filling
-//! is not taken for a leak, and `let_go` what the store keeps across cycles (a shared cache, a
-//! write-buffer manager, a DB kept open): the harness calls it once after the last cycle, and
-//! what the cycles allocated and is still held afterwards is judged by `retained_bytes` (a cache
-//! still alive holds what many cycles allocated, from one stack, and cannot be told from a leak).
+//! instance), `rocksdb_memory` what RocksDB accounts for (block caches, memtables, a DB's files;
+//! [`MemoryConsumers`](crate::probe::MemoryConsumers) reads it, for tracked or raw DBs and
+//! caches): what a reported cache (within its capacity), memtable or file set holds is explained
+//! at every look, so a store that keeps them open for its whole life is judged clean while they
+//! fill, and a cache or DB kept open and not reported leaves the record's question open
+//! (inconclusive, naming it); and `let_go` what the store keeps across cycles (a shared cache, a
+//! write-buffer manager, a DB kept open): the harness calls it once after the last cycle, so that
+//! the end's listing of what the cycles still hold is theirs alone.
 //!
 //! Configuration is plain structs with public fields and `Default` (`HarnessConfig`,
 //! [`RunOptions`](crate::runner::RunOptions), `AnalysisConfig`, `Tolerances`,

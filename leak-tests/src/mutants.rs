@@ -566,12 +566,19 @@ pub fn run_mutant(m: &Mutant, dir: &Path, cycles: u64) -> Result<MutantOutcome, 
             s.residue.and_then(|r| r.first_cycle).map(|c| c as u64).or_else(statistical)
         })
         .min();
-    let names: BTreeSet<String> = leaking(&report.verdict).map(|s| s.signal.to_string()).collect();
-    let classes: BTreeSet<Class> = leaking(&report.verdict).map(|s| s.class()).collect();
+    let mut names: BTreeSet<String> = leaking(&report.verdict).map(|s| s.signal.to_string()).collect();
+    let mut classes: BTreeSet<Class> = leaking(&report.verdict).map(|s| s.class()).collect();
     let detected = match m.expect {
         Expect::Leak => report.verdict.verdict == Verdict::Leak,
         Expect::OnSchedule => {
-            report.verdict.verdict == Verdict::Inconclusive && on_schedule_at(&report, crate::planted::site_of(m.name))
+            let named = report.verdict.verdict == Verdict::Inconclusive
+                && on_schedule_at(&report, crate::planted::site_of(m.name));
+            // The signal that named it, undecided: retained_bytes, of the bytes.
+            if named {
+                names.insert(SignalId::from(leakcheck::Signal::RetainedBytes).to_string());
+                classes.insert(Class::Bytes);
+            }
+            named
         }
     };
     let mut sites = BTreeSet::new();

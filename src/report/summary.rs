@@ -88,8 +88,13 @@ impl RunReport {
             parts.push(format!("a continuing leak above {}/cycle ({})", rate(ro.bytes_per_cycle), ro.signal));
         }
         let retained = self.signal(Signal::RetainedBytes).filter(|s| s.verdict == Verdict::Clean && !s.informational);
-        if retained.is_some() {
-            parts.push("any allocating stack keeping what 2 or more cycles allocated (retained_bytes)".to_string());
+        if let Some(p) = retained.and_then(|s| s.retained.as_ref()).and_then(|r| r.rate_ruled_out()) {
+            let every = 1.0 / p.max(1e-12);
+            let every = if every >= 10.0 { format!("{every:.0}") } else { format!("{every:.1}") };
+            parts.push(format!(
+                "a leak of any size recurring in 1 of every {every} cycles or more often at any allocating stack, at \
+                 99% power (retained_bytes)"
+            ));
         }
         let exact: Vec<String> = v
             .signals

@@ -200,7 +200,7 @@ fn the_record_settles_the_counter_only_where_its_cycles_could_not_hold_the_growt
         assert!(run.signal(Signal::UnexplainedBytes).is_some_and(|s| s.informational));
         // They held as much (a rare 32 KiB burst the stacks do not name, say): it stands, and
         // an undecided counter keeps the run going.
-        for held in [None, Some(holds(3_560)), Some(holds(65_536))] {
+        for held in [Some(holds(3_560)), Some(holds(65_536))] {
             let mut run = undecided_run();
             run.signals[0].verdict = verdict_of_counter;
             run.signals[0].record_holds = held;
@@ -210,6 +210,28 @@ fn the_record_settles_the_counter_only_where_its_cycles_could_not_hold_the_growt
             assert!(!run.signal(Signal::UnexplainedBytes).is_some_and(|s| s.informational));
         }
     }
+    // A counter still below its evidence floor (no growth measured, nothing to compare): a clean
+    // record decides a short run; one with growth measured but no comparison keeps it going.
+    let mut run = undecided_run();
+    run.add_retained(clean());
+    assert_eq!(run.verdict, Verdict::Clean);
+    assert!(run.signal(Signal::UnexplainedBytes).is_some_and(|s| s.informational));
+    let mut run = undecided_run();
+    run.signals[0].growth = Some(crate::verdict::Growth {
+        from_cycle: 110,
+        to_cycle: 198,
+        growth: 900.0,
+        lower: -100.0,
+        upper: 1_900.0,
+        upper_alpha: None,
+        budget: 4096.0,
+        budget_from: crate::verdict::BudgetFrom::Total,
+        jumps: 0,
+        still_growing: false,
+        data_allowance: 0.0,
+    });
+    run.add_retained(clean());
+    assert_eq!(run.verdict, Verdict::Inconclusive);
     // A leak the record found decides.
     let mut run = undecided_run();
     let leak = every(20, 198, 8, 7);
