@@ -306,15 +306,16 @@ impl Store {
     }
 }
 
-/// Resident bytes of the interned stacks' mappings (pages touched).
+/// Resident bytes of the interned stacks' mappings and of the per-stack ages (pages touched).
 pub(crate) fn resident_bytes() -> u64 {
-    STORE.with(|i| {
+    let interned = STORE.with(|i| {
         if i.index.is_null() {
             return 0;
         }
         super::table::resident_of(i.index.cast(), INDEX_SLOTS * std::mem::size_of::<u32>())
             + super::table::resident_of(i.stacks.cast(), MAX_STACKS as usize * std::mem::size_of::<Stack>())
-    })
+    });
+    interned + super::table::resident_of_static(&TURNOVER) + super::table::resident_of_static(&FIRST_SEEN)
 }
 
 pub(crate) fn lock_for_fork() {

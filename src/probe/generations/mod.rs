@@ -324,11 +324,14 @@ impl Generations {
     }
 }
 
-/// Resident bytes of the record's own memory (its tables and interned stacks, mapped outside
-/// jemalloc): anonymous memory the measuring adds, which grows with the live allocations it
+/// Resident bytes of the record's own memory (its tables, interned stacks and per-stack ages,
+/// outside jemalloc): anonymous memory the measuring adds, which grows with the live allocations it
 /// records, a leak's included. 0 before anything was recorded.
 pub(crate) fn record_resident_bytes() -> u64 {
-    table::TABLE.resident_bytes() + table::STACK_OF.resident_bytes() + capture::resident_bytes()
+    table::TABLE.resident_bytes()
+        + table::STACK_OF.resident_bytes()
+        + table::CHAIN_OF.resident_bytes()
+        + capture::resident_bytes()
 }
 
 /// Runs `f` with this thread's allocations charged to leakcheck's bookkeeping, not to the

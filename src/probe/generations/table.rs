@@ -332,6 +332,18 @@ pub(crate) fn resident_of(addr: *mut libc::c_void, len: usize) -> u64 {
     resident
 }
 
+/// Resident bytes of the pages a static array occupies (its first and last page rounded out,
+/// which other statics may share: a constant, so growth is the array's own). Its pages are
+/// touched as stack ids are handed out, so they grow with the stacks seen, outside jemalloc.
+pub(crate) fn resident_of_static<T>(array: &[T]) -> u64 {
+    // SAFETY: sysconf has no preconditions.
+    let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096).max(1);
+    let start = array.as_ptr() as usize;
+    let from = start - start % page;
+    let to = (start + std::mem::size_of_val(array)).div_ceil(page) * page;
+    resident_of(from as *mut libc::c_void, to - from)
+}
+
 /// `bytes` of zeroed, private memory straight from the kernel (never from `malloc`): address space
 /// only until touched (`MAP_NORESERVE`). The error is the OS's errno.
 pub(crate) fn map_zeroed(bytes: usize) -> Result<*mut libc::c_void, i32> {
