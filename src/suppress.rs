@@ -404,7 +404,7 @@ impl SuppressionUse {
     pub fn line(&self) -> String {
         let s = &self.suppression;
         let per_cycle = match s.unit() {
-            "bytes" => format!("{} per cycle", crate::report::words::rate(self.per_cycle)),
+            "bytes" => format!("{} per cycle", crate::units::rate(self.per_cycle)),
             _ => format!("{:.2} handles per cycle", self.per_cycle),
         };
         let bound = s.max_per_cycle.map_or(String::new(), |m| format!(" (bound {m} {} per cycle)", s.unit()));

@@ -36,6 +36,15 @@ pub(crate) fn escape_markup(t: &str) -> String {
     t.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
 }
 
+/// Bytes per cycle, with a decimal below 10 B (`0.4 B`, `12 B`, `1.5 KiB`).
+pub(crate) fn rate(v: f64) -> String {
+    if v.abs() < 10.0 {
+        format!("{v:.1} B")
+    } else {
+        human_bytes(v)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -8,14 +8,7 @@ use crate::units::human_bytes;
 use crate::verdict::{BudgetFrom, RuleKind};
 use crate::Verdict;
 
-/// Bytes per cycle, with a decimal below 10 B (`0.4 B`, `12 B`, `1.5 KiB`).
-pub(crate) fn rate(v: f64) -> String {
-    if v.abs() < 10.0 {
-        format!("{v:.1} B")
-    } else {
-        human_bytes(v)
-    }
-}
+pub(crate) use crate::units::rate;
 
 pub(super) fn fmt_num(v: Option<f64>, class: Class) -> String {
     match v {
