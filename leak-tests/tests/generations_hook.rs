@@ -1,6 +1,7 @@
 //! The allocation hooks' edge cases (issue 56, item 5): a failed call records nothing; a realloc
 //! that did not resize keeps its block's generation; frees while the store lets go say nothing of
-//! how a stack turns over; a record that missed allocations is never judged. Process-wide (the
+//! how a stack turns over; a large block not yet written is counted untouched; a record that
+//! missed allocations is never judged. Process-wide (the
 //! hooks and the record are the process's): one test here, the incomplete record last.
 #![allow(unsafe_code)]
 
@@ -21,6 +22,25 @@ fn generation_of(g: &Generations, from: u32, size: u64) -> Option<u32> {
 #[inline(never)]
 fn block(fill: u8) -> Vec<u8> {
     std::hint::black_box(vec![fill; 4000])
+}
+
+/// A large block handed out but not yet written is resident to jemalloc, not to the kernel: the
+/// sample counts it untouched until its pages are written.
+#[inline(never)]
+fn untouched_until_written() {
+    let probe = leakcheck::Probe::new().purge(true);
+    const BLOCK: usize = 4 << 20;
+    let untouched = |v: &Vec<u8>| {
+        let n = probe.sample().untouched_bytes.expect("measured with the hooks in");
+        std::hint::black_box(v.as_ptr());
+        n
+    };
+    let mut big: Vec<u8> = Vec::with_capacity(BLOCK);
+    let fresh = untouched(&big);
+    big.resize(BLOCK, 1);
+    let written = untouched(&big);
+    assert!(fresh >= written + BLOCK as u64 - (64 << 10), "written {written} of fresh {fresh}");
+    drop(big);
 }
 
 /// A store whose cycle allocates 1 KiB and frees it.
@@ -81,7 +101,11 @@ fn the_hooks_edge_cases() {
     // Frees while the store lets go (the run stopped judging) are no turnover; frees before are.
     g.watch(4096);
     let first = g.advance();
-    let mut made: Vec<Vec<u8>> = (3..5).map(block).collect();
+    // One call site for both (a loop of a count the compiler cannot see is not unrolled).
+    let mut made: Vec<Vec<u8>> = Vec::with_capacity(2);
+    for fill in 3..std::hint::black_box(5u8) {
+        made.push(block(fill));
+    }
     let (b, a) = (made.pop().expect("two"), made.pop().expect("two"));
     let stacked: Vec<_> =
         g.survivors(first, first).into_iter().filter(|s| s.size == 4096 && s.stack.is_some()).collect();
@@ -102,6 +126,8 @@ fn the_hooks_edge_cases() {
     assert_eq!(g.turnover(stack), Some(5), "teardown says nothing of how the stack turns over");
     g.unwatch_all();
     drop(live);
+
+    untouched_until_written();
 
     // A record that missed allocations is never judged: the run says so in one line and its
     // retained_bytes row is not measured.

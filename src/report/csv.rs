@@ -23,7 +23,7 @@ type CellOf = fn(&CycleSample) -> Cell;
 /// samples.csv's columns, in order, each with the cell it writes for a sample: the one list the
 /// header, the rows and [`SAMPLES_COLUMNS`] come from. Columns are only ever added at the end
 /// (a reader finds them by name: [`parse_samples_csv`]).
-const COLUMNS: [(&str, CellOf); 27] = [
+const COLUMNS: [(&str, CellOf); 28] = [
     ("cycle", |c| Cell::Count(Some(c.cycle))),
     ("monotonic_ns", |c| Cell::Count(Some(c.sample.monotonic_ns))),
     ("allocated_bytes", |c| Cell::Count(c.sample.allocated_bytes())),
@@ -51,6 +51,7 @@ const COLUMNS: [(&str, CellOf); 27] = [
     ("rocksdb_live_sst_files", |c| Cell::Count(c.sample.rocksdb.map(|r| r.live_sst_files))),
     ("rocksdb_live_sst_bytes", |c| Cell::Count(c.sample.rocksdb.map(|r| r.live_sst_bytes))),
     ("record_resident_bytes", |c| Cell::Count(c.sample.record_resident_bytes)),
+    ("untouched_bytes", |c| Cell::Count(c.sample.untouched_bytes)),
 ];
 
 /// The columns of the samples CSV, in order. Columns are only ever added at the end.
@@ -216,6 +217,7 @@ impl Row<'_> {
             rocksdb,
             bookkeeping_bytes,
             record_resident_bytes: self.count("record_resident_bytes")?,
+            untouched_bytes: self.count("untouched_bytes")?,
         };
         let retained: BTreeMap<String, u64> =
             self.count("retained_handles")?.filter(|&r| r > 0).map(|r| ("all".to_string(), r)).into_iter().collect();

@@ -46,6 +46,7 @@ fn sample(c: u64) -> CycleSample {
         rocksdb: Some(rocksdb),
         bookkeeping_bytes: Some(4096 + 64 * c as i64),
         record_resident_bytes: Some(65_536),
+        untouched_bytes: Some(8_192),
     };
     let handles = if c == 70 { [("Options".to_string(), 2)].into_iter().collect() } else { BTreeMap::new() };
     CycleSample::new(c, s, handles, c != 3)

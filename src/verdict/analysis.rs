@@ -92,9 +92,13 @@ fn value(signal: Signal, s: &Sample) -> Option<f64> {
         Signal::RocksdbExplainedBytes => s.rocksdb.map(|r| r.unbounded_bytes() as f64),
         Signal::ResidentBytes => resident,
         Signal::RssAnonBytes => f(p.rss_anon_bytes),
-        Signal::RssAnonOutsideJemallocBytes => {
-            Some(f(p.rss_anon_bytes)? - resident? - f(s.record_resident_bytes).unwrap_or(0.0))
-        }
+        // jemalloc's resident pages less those of its live blocks not written yet (resident to
+        // jemalloc, not to the kernel), and the record's own tables.
+        Signal::RssAnonOutsideJemallocBytes => Some(
+            f(p.rss_anon_bytes)?
+                - (resident? - f(s.untouched_bytes).unwrap_or(0.0))
+                - f(s.record_resident_bytes).unwrap_or(0.0),
+        ),
         Signal::RssBytes => f(p.rss_bytes),
         // A DB kept open holds a descriptor per live SST file: the store's data, not a leak.
         Signal::OpenFds => Some(f(p.open_fds)? - s.rocksdb.map_or(0.0, |m| m.live_sst_files as f64)),

@@ -32,6 +32,7 @@ fn sample(allocated: u64, explained: Option<u64>) -> Sample {
         rocksdb,
         bookkeeping_bytes: None,
         record_resident_bytes: None,
+        untouched_bytes: None,
     }
 }
 

@@ -315,33 +315,39 @@ impl Inner {
 /// Resident bytes of the `len` bytes mapped at `addr` (page-aligned), read with `mincore`. Makes
 /// no allocation (callable with a table's lock held); 0 where `mincore` fails.
 pub(crate) fn resident_of(addr: *mut libc::c_void, len: usize) -> u64 {
+    resident_in(addr as usize, len).unwrap_or(0)
+}
+
+/// Resident bytes of the pages under `addr..addr + len` (rounded out to whole pages), read with
+/// `mincore`; `None` where part of it is not mapped (a block freed and given back meanwhile).
+/// Makes no allocation and never touches the memory it reads of.
+pub(crate) fn resident_in(addr: usize, len: usize) -> Option<u64> {
     // SAFETY: sysconf has no preconditions.
     let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096).max(1);
+    let from = addr - addr % page;
+    let len = (addr + len).div_ceil(page) * page - from;
     let mut pages = [0u8; 4096];
     let (mut resident, mut offset) = (0u64, 0usize);
     while offset < len {
         let chunk = (len - offset).min(pages.len() * page);
-        // SAFETY: `addr..addr+len` is one mapping of this process (the caller's), `offset` is a
-        // multiple of the page size, and `pages` has a byte for each of the chunk's pages.
-        let ok = unsafe { libc::mincore(addr.cast::<u8>().add(offset).cast(), chunk, pages.as_mut_ptr()) } == 0;
-        if ok {
-            resident += pages[..chunk.div_ceil(page)].iter().filter(|p| **p & 1 == 1).count() as u64 * page as u64;
+        // SAFETY: `mincore` reads the page table only: an unmapped range is an error (ENOMEM),
+        // never a fault. `from + offset` is a multiple of the page size and `pages` has a byte
+        // for each of the chunk's pages.
+        let ok = unsafe { libc::mincore((from + offset) as *mut libc::c_void, chunk, pages.as_mut_ptr()) } == 0;
+        if !ok {
+            return None;
         }
+        resident += pages[..chunk.div_ceil(page)].iter().filter(|p| **p & 1 == 1).count() as u64 * page as u64;
         offset += chunk;
     }
-    resident
+    Some(resident)
 }
 
 /// Resident bytes of the pages a static array occupies (its first and last page rounded out,
 /// which other statics may share: a constant, so growth is the array's own). Its pages are
 /// touched as stack ids are handed out, so they grow with the stacks seen, outside jemalloc.
 pub(crate) fn resident_of_static<T>(array: &[T]) -> u64 {
-    // SAFETY: sysconf has no preconditions.
-    let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096).max(1);
-    let start = array.as_ptr() as usize;
-    let from = start - start % page;
-    let to = (start + std::mem::size_of_val(array)).div_ceil(page) * page;
-    resident_of(from as *mut libc::c_void, to - from)
+    resident_of(array.as_ptr().cast_mut().cast(), std::mem::size_of_val(array))
 }
 
 /// `bytes` of zeroed, private memory straight from the kernel (never from `malloc`): address space
@@ -419,6 +425,19 @@ impl Table {
     /// meanwhile). `keep` must not allocate either.
     pub(crate) fn scan(&self, keep: impl Fn(u64) -> bool, out: &mut Vec<(usize, u64)>) -> bool {
         let mut complete = true;
+        self.visit(keep, |key, value| {
+            if out.len() == out.capacity() {
+                complete = false;
+            } else {
+                out.push((key, value));
+            }
+        });
+        complete
+    }
+
+    /// Calls `f` with every `(key, value)` whose value `keep` accepts, one shard at a time under
+    /// its lock. Neither may allocate (an allocating thread may wait on the lock meanwhile).
+    pub(crate) fn visit(&self, keep: impl Fn(u64) -> bool, mut f: impl FnMut(usize, u64)) {
         for shard in &self.shards {
             shard.with(|t| {
                 if t.slots.is_null() {
@@ -427,16 +446,11 @@ impl Table {
                 for i in 0..=t.mask() {
                     let slot = t.get(i);
                     if slot.key != 0 && keep(slot.value) {
-                        if out.len() == out.capacity() {
-                            complete = false;
-                            return;
-                        }
-                        out.push((slot.key, slot.value));
+                        f(slot.key, slot.value);
                     }
                 }
             });
         }
-        complete
     }
 
     /// Whether `key` is recorded.
