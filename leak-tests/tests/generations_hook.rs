@@ -25,7 +25,7 @@ fn block(fill: u8) -> Vec<u8> {
 }
 
 /// A large block handed out but not yet written is resident to jemalloc, not to the kernel: the
-/// sample counts it untouched until its pages are written.
+/// sample counts it untouched until its pages are written or it is freed.
 #[inline(never)]
 fn untouched_until_written() {
     let probe = leakcheck::Probe::new().purge(true);
@@ -41,6 +41,14 @@ fn untouched_until_written() {
     let written = untouched(&big);
     assert!(fresh >= written + BLOCK as u64 - (64 << 10), "written {written} of fresh {fresh}");
     drop(big);
+    // Freed unwritten, it is no longer counted (the written block's pages given back first, so
+    // that the next is not made of them).
+    untouched(&Vec::new());
+    let unwritten: Vec<u8> = Vec::with_capacity(BLOCK);
+    let held = untouched(&unwritten);
+    drop(unwritten);
+    let freed = untouched(&Vec::new());
+    assert!(held >= freed + BLOCK as u64 - (64 << 10), "freed {freed} of held {held}");
 }
 
 /// A store whose cycle allocates 1 KiB and frees it.

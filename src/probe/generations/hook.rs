@@ -34,7 +34,7 @@ use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicPtr, AtomicU32, Ordering};
 
 use super::capture;
-use super::table::{Chain, Entry, CHAIN_OF, STACK_OF, TABLE};
+use super::table::{Chain, Entry, CHAIN_OF, LARGE_BLOCK, LARGE_OF, STACK_OF, TABLE};
 
 /// Allocations that existed before the hooks were installed (counted, not recorded: their
 /// count starts at what jemalloc reported then and only goes down).
@@ -181,10 +181,17 @@ fn record(p: *mut c_void, size: u64, old: Option<Entry>, from: usize) {
             if old.chained && !chained {
                 CHAIN_OF.remove(key);
             }
+            if old.size >= LARGE_BLOCK && size < LARGE_BLOCK {
+                LARGE_OF.remove(key);
+            }
             add(old.generation, -(old.size as i64), -1);
         }
         // The table could not grow: the record is marked broken and stops being exact.
         Err(()) => return,
+    }
+    // A table that could not grow marks itself broken: the untouched pages go unmeasured.
+    if size >= LARGE_BLOCK {
+        let _ = LARGE_OF.insert(key, size);
     }
     add(generation, size as i64, 1);
 }
@@ -197,6 +204,9 @@ fn forget(p: *mut c_void, moved: bool, size_if_unknown: impl FnOnce() -> u64) ->
             let stack = if old.stacked { STACK_OF.remove(p as usize).map(|s| s as u32) } else { None };
             if old.chained && !moved {
                 CHAIN_OF.remove(p as usize);
+            }
+            if old.size >= LARGE_BLOCK {
+                LARGE_OF.remove(p as usize);
             }
             if !moved && old.generation >= FIRST && JUDGING.load(Ordering::Relaxed) {
                 // Given back: its age, from its making (or the run's start), for the windows.

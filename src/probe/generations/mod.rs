@@ -331,33 +331,31 @@ pub(crate) fn record_resident_bytes() -> u64 {
     table::TABLE.resident_bytes()
         + table::STACK_OF.resident_bytes()
         + table::CHAIN_OF.resident_bytes()
+        + table::LARGE_OF.resident_bytes()
         + capture::resident_bytes()
 }
 
-/// Blocks at least this large are jemalloc's large extents (16 KiB with 4 KiB pages): pages of
-/// their own, counted resident by jemalloc from the moment they are handed out.
-const LARGE_BLOCK: u64 = 16 << 10;
-
-/// Bytes of the live recorded blocks of at least [`LARGE_BLOCK`] whose pages were never written
+/// Bytes of the live recorded blocks of at least [`table::LARGE_BLOCK`] whose pages were never written
 /// (`mincore`): jemalloc's `stats.resident` counts an active page resident from the moment it is
 /// handed out, the kernel's RSS only once it is written. A memtable's arena block or a buffer
 /// filled over many cycles is touched a little each cycle: anonymous memory that seems to grow
-/// outside jemalloc, by a bound the block's size sets. `None` when the hooks are not installed.
-/// Reads the whole record (a cost of the live allocations, not of the run's length) and
-/// allocates nothing.
+/// outside jemalloc, by a bound the block's size sets. `None` when the hooks are not installed
+/// or the table of large blocks could not grow. Reads the large blocks only (a cost of how many
+/// are live, not of the run's length, nor of the small allocations) and allocates nothing.
 pub(crate) fn untouched_bytes() -> Option<u64> {
     INSTALLED.get()?.as_ref().ok()?;
     let mut untouched = 0u64;
-    let large = |v: u64| table::Entry::unpack(v).size >= LARGE_BLOCK;
-    table::TABLE.visit(large, |address, value| {
-        let size = table::Entry::unpack(value).size;
-        // A block freed and unmapped since the scan began is skipped: its pages are gone from
-        // both counts.
-        if let Some(resident) = table::resident_in(address, size as usize) {
-            untouched += size.saturating_sub(resident);
-        }
-    });
-    Some(untouched)
+    table::LARGE_OF.visit(
+        |_| true,
+        |address, size| {
+            // A block freed and unmapped since the visit began is skipped: its pages are gone
+            // from both counts.
+            if let Some(resident) = table::resident_in(address, size as usize) {
+                untouched += size.saturating_sub(resident);
+            }
+        },
+    );
+    (!table::LARGE_OF.broken()).then_some(untouched)
 }
 
 /// Runs `f` with this thread's allocations charged to leakcheck's bookkeeping, not to the

@@ -169,6 +169,13 @@ pub(crate) static TABLE: Table = Table::new();
 pub(crate) static STACK_OF: Table = Table::new();
 /// The blocks grown across generations: address -> [`Chain::pack`].
 pub(crate) static CHAIN_OF: Table = Table::new();
+/// The live blocks of at least [`LARGE_BLOCK`]: address -> usable size. A sample reads which of
+/// their pages were written (`super::untouched_bytes`) without walking every allocation.
+pub(crate) static LARGE_OF: Table = Table::new();
+
+/// Blocks at least this large are jemalloc's large extents (16 KiB with 4 KiB pages): pages of
+/// their own, counted resident by jemalloc from the moment they are handed out.
+pub(crate) const LARGE_BLOCK: u64 = 16 << 10;
 
 /// Fibonacci hashing of the address without its low 4 bits (jemalloc aligns every allocation to
 /// at least 16 bytes on x86-64 and aarch64, so they carry no information).
@@ -512,11 +519,13 @@ extern "C" fn before_fork() {
     TABLE.lock_all();
     STACK_OF.lock_all();
     CHAIN_OF.lock_all();
+    LARGE_OF.lock_all();
     super::capture::lock_for_fork();
 }
 
 extern "C" fn after_fork() {
     super::capture::unlock_after_fork();
+    LARGE_OF.unlock_all();
     CHAIN_OF.unlock_all();
     STACK_OF.unlock_all();
     TABLE.unlock_all();
