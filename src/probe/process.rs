@@ -34,8 +34,10 @@ pub struct ProcessStats {
     /// Memory mappings of files under the watched directory (deleted files included).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub maps_under_dir: Option<u64>,
-    /// Memory mappings of files anywhere (a path starting with `/`). The anonymous rest moves
-    /// with the allocator's extents and thread stacks, which other signals judge.
+    /// Memory mappings of files anywhere (a path starting with `/`), an object file (the
+    /// executable, a shared library) once however often it is mapped and separate debug info
+    /// not at all: a symbolizer naming stacks maps them again and lets them go. The anonymous
+    /// rest moves with the allocator's extents and thread stacks, which other signals judge.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub file_maps: Option<u64>,
 }
@@ -186,13 +188,24 @@ fn maps(dir: Option<&Path>) -> Result<MapCounts, ProbeError> {
 }
 
 /// All maps, the maps of files, and the maps of files under `dir` (deleted ones included).
+///
+/// Of the maps of files, an object file (the executable or a shared library: a file with code
+/// mapped executable) counts once however often it is mapped, and a separate debug-info file
+/// (under `/usr/lib/debug`, or named `*.debug`) not at all. A symbolizer maps them again to read
+/// their debug info and lets them go as its cache turns over (backtrace's keeps 4 libraries):
+/// the measuring code naming stacks, not the store. A library loaded anew still counts.
 pub(crate) fn count_maps(text: &str, dir: Option<&Path>) -> MapCounts {
     let mut c = MapCounts { all: 0, files: 0, under_dir: dir.map(|_| 0) };
+    let executable = |line: &str| line.split_whitespace().nth(1).is_some_and(|perms| perms.contains('x'));
+    let objects: std::collections::BTreeSet<&str> =
+        text.lines().filter(|l| executable(l)).filter_map(file_of_map).collect();
+    let debug_info = |path: &str| path.starts_with("/usr/lib/debug/") || path.ends_with(".debug");
+    c.files = objects.len() as u64;
     for line in text.lines() {
         c.all += 1;
         let Some(path) = map_path(line) else { continue };
         let path = path.strip_suffix(" (deleted)").unwrap_or(path);
-        if path.starts_with('/') {
+        if file_of_map(line).is_some_and(|file| !objects.contains(file) && !debug_info(file)) {
             c.files += 1;
         }
         if let (Some(dir), Some(under)) = (dir, c.under_dir.as_mut()) {
@@ -202,6 +215,13 @@ pub(crate) fn count_maps(text: &str, dir: Option<&Path>) -> MapCounts {
         }
     }
     c
+}
+
+/// The file a `/proc/self/maps` line maps (a deleted one by its old path), if it maps a file.
+fn file_of_map(line: &str) -> Option<&str> {
+    let path = map_path(line)?;
+    let path = path.strip_suffix(" (deleted)").unwrap_or(path);
+    path.starts_with('/').then_some(path)
 }
 
 /// The pathname column of a `/proc/self/maps` line: everything after the five fixed fields
@@ -256,6 +276,37 @@ mod tests {
             MapCounts { all: 4, files: 3, under_dir: Some(2) }
         );
         assert_eq!(count_maps(text, None), MapCounts { all: 4, files: 3, under_dir: None });
+    }
+
+    #[test]
+    fn an_object_file_counts_once_and_debug_info_not_at_all() {
+        // The executable as the loader maps it, then again whole by a symbolizer; a library;
+        // its separate debug info; a file a store maps.
+        let loaded = "\
+5600000000-5600001000 r--p 00000000 fd:01 7 /usr/bin/app
+5600001000-5600002000 r-xp 00001000 fd:01 7 /usr/bin/app
+5600002000-5600003000 rw-p 00002000 fd:01 7 /usr/bin/app
+7f0000000000-7f0000001000 r-xp 00000000 fd:01 8 /lib/libc.so.6
+7f0000001000-7f0000002000 r--s 00000000 fd:01 9 /data/other/blob
+";
+        let base = count_maps(loaded, None);
+        assert_eq!(base, MapCounts { all: 5, files: 3, under_dir: None });
+        let symbolizing = format!(
+            "{loaded}\
+7f0000100000-7f0000900000 r--p 00000000 fd:01 7 /usr/bin/app
+7f0000900000-7f0000a00000 r--p 00000000 fd:01 10 /usr/lib/debug/.build-id/ab/cdef.debug
+7f0000a00000-7f0000b00000 r--p 00000000 fd:01 11 /lib/libc.so.6.debug
+"
+        );
+        assert_eq!(count_maps(&symbolizing, None).files, base.files, "the symbolizer's maps are not the store's");
+        // A second map of a file that is no object counts; so does a library loaded anew.
+        let more = format!(
+            "{loaded}\
+7f0000002000-7f0000003000 r--s 00000000 fd:01 9 /data/other/blob
+7f0000003000-7f0000004000 r-xp 00000000 fd:01 12 /lib/libz.so.1
+"
+        );
+        assert_eq!(count_maps(&more, None).files, base.files + 2);
     }
 
     #[test]
