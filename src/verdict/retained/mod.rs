@@ -119,7 +119,7 @@ pub(crate) const MAX_SITES: usize = 20;
 #[non_exhaustive]
 pub struct RetainedSite {
     /// The stack in one line: its innermost frame and the first of the user's own code; for
-    /// allocations without a stack, `no stack: N B blocks allocated before their size was watched`.
+    /// allocations without a stack, `no stack: N B blocks made before their size was watched, or sampled out`.
     pub function: String,
     /// The stack's frames, innermost first, the allocator's and the hooks' left out (empty
     /// without a stack, or while the look named only what it judged).
@@ -359,7 +359,7 @@ pub(crate) fn sites(held: &[Held], at: age::Span, facts: &SiteFacts<'_>, named: 
             site
         })
         .chain(by_size.iter().map(|(size, g)| {
-            g.site(format!("no stack: {size} B blocks allocated before their size was watched"), false)
+            g.site(format!("no stack: {size} B blocks made before their size was watched, or sampled out"), false)
         }))
         .collect();
     out.sort_by(|a, b| {

@@ -112,7 +112,7 @@ fn kept_once_is_listed_and_an_accumulating_stack_is_a_leak_with_its_estimate() {
 fn allocations_before_the_watch_are_listed_by_size_and_never_decide() {
     let early: Vec<Held> = (20..=198).map(|c| held(c, 48, None)).collect();
     let s = Record::new().sites(&early, span(20, 198));
-    assert_eq!(s[0].function, "no stack: 48 B blocks allocated before their size was watched");
+    assert_eq!(s[0].function, "no stack: 48 B blocks made before their size was watched, or sampled out");
     assert!(!s[0].recurs() && !s[0].open() && s[0].judged.is_none(), "sizes without stacks never decide");
 }
 
