@@ -296,14 +296,14 @@ impl RunGenerations {
     /// Per cycle, what `held` (judged at `sites`) holds that the rule does not explain as state:
     /// residue at sites that leak, are open, or keep old residue, beyond a consumer's share; and
     /// of the residue without a stack made after its size was watched (sampled out: a leak's
-    /// firings may be there unnamed) and older than its size class's window (twice the oldest
-    /// age a block of the class was given back at, as a site's residue is judged: younger, it is
-    /// what the class turns over), the share its size's stacked residue has: sampling takes one
-    /// allocation in so many whatever its stack, so a size's unstacked survivors are spread over
-    /// its sites as its stacked ones are (all of it when none of its survivors is stacked). Not a
-    /// size's first sighting, before it was watched: the first cycle a size left something in,
-    /// once per size (a leak's later firings are stacked or sampled). Not what a suppression
-    /// accepts.
+    /// firings may be there unnamed), the share its size's stacked residue has: sampling takes
+    /// one allocation in so many whatever its stack, so a size's unstacked survivors are spread
+    /// over its sites as its stacked ones are. When none of its survivors is stacked, nothing
+    /// says where they came from: all of it once older than its size class's window (twice the
+    /// oldest age a block of the class was given back at, as a site's residue is judged),
+    /// nothing before (what the class turns over). Not a size's first sighting, before it was
+    /// watched: the first cycle a size left something in, once per size (a leak's later firings
+    /// are stacked or sampled). Not what a suppression accepts.
     fn unexplained_of(
         &self,
         g: &Generations,
@@ -330,13 +330,17 @@ impl RunGenerations {
                 None => {
                     let made = self.generation(Some(h.cycle));
                     let age = self.cycles.saturating_sub(1 + h.cycle);
-                    let young = g.class_turnover(h.size).is_some_and(|t| age <= 2 * u64::from(t));
+                    let young = || g.class_turnover(h.size).is_some_and(|t| age <= 2 * u64::from(t));
                     // Watched since an earlier generation: a block of the generation the watch
                     // began in may have been made before it, on another thread.
-                    if !young && g.watched_since(h.size).is_some_and(|since| since < made) {
-                        by_size.get(&h.size).map_or(1.0, |&(all, unexplained)| unexplained / all)
-                    } else {
+                    if g.watched_since(h.size).is_none_or(|since| since >= made) {
                         0.0
+                    } else if let Some(&(all, unexplained)) = by_size.get(&h.size) {
+                        unexplained / all
+                    } else if young() {
+                        0.0
+                    } else {
+                        1.0
                     }
                 }
                 Some(id) => share.get(&id).copied().unwrap_or(1.0),
