@@ -205,7 +205,7 @@ pub(crate) fn count_maps(text: &str, dir: Option<&Path>) -> MapCounts {
         c.all += 1;
         let Some(path) = map_path(line) else { continue };
         let path = path.strip_suffix(" (deleted)").unwrap_or(path);
-        if file_of_map(line).is_some_and(|file| !objects.contains(file) && !debug_info(file)) {
+        if path.starts_with('/') && !objects.contains(path) && !debug_info(path) {
             c.files += 1;
         }
         if let (Some(dir), Some(under)) = (dir, c.under_dir.as_mut()) {
