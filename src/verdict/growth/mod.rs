@@ -17,7 +17,12 @@
 //!    bound is below the budget, every jump is followed by at least three times as many level
 //!    cycles as preceded it, and (before the last look) the lower bound is not above zero: growth
 //!    that is evidenced but still under the budget makes the run look longer, so a steady leak
-//!    is found once its growth passes the budget and bounded growth is clean once it has stopped;
+//!    is found once its growth passes the total budget and bounded growth is clean once it has
+//!    stopped. Under a rule without a total (the per-cycle tolerance alone: page-granular
+//!    memory) the budget grows with the span as fast as growth at its rate does, so looking
+//!    longer cannot turn growth bounded under it into a leak: evidenced growth is clean there
+//!    as soon as its upper bound is below the budget, and the verdict says what it rules out
+//!    (one release that alone makes the growth look evidenced still waits: it may hide more);
 //!    at the last look, an upper bound above the total budget but below the tolerance times the
 //!    span is clean too (what the verdict rules out is then larger, and said), and the upper
 //!    bound is taken at [`LAST_LOOK_MISS_RATE`] rather than at the spent rate (below);
@@ -86,6 +91,16 @@ pub(super) const LAST_LOOK_MISS_RATE: f64 = 0.05;
 /// The variance ratio (long-lag against one-step increments, 1 for a random walk, about `2 /
 /// lag` for independent noise) at and above which the floors are taken to wander like a walk.
 const WALK_RATIO: f64 = 0.2;
+
+/// Whether the later part's growth is evidenced, and how ([`Series::evidenced`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Evidenced {
+    No,
+    /// The lower bound is above zero.
+    Growth,
+    /// It would be but for one release that is most of what the later part gave back.
+    OneRelease,
+}
 
 /// Where a signal's budget came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -180,7 +195,8 @@ pub(crate) struct GrowthJudgement {
     /// The largest jump that level data followed (cycle, size).
     pub(crate) retention: Option<(u64, f64)>,
     pub(crate) more_cycles_needed: Option<u64>,
-    /// Clean with growth evidenced below the budget (only at the last look).
+    /// Clean with growth evidenced below the budget (at the last look, or at any look under a
+    /// rule without a total budget).
     pub(crate) growth_below_budget: bool,
 }
 
@@ -290,7 +306,16 @@ impl<'a> Series<'a> {
         // container growing by doublings, a registry filling) shows a step or two there, not that.
         let still_growing = last.1 > STILL_GROWING_SHARE * budget || jumps.in_last_quarter > 0;
         let leak = lower - jumps.single_rise > budget && still_growing;
-        let evidenced = self.evidenced(lower, &jumps, &small);
+        let evidence = self.evidenced(lower, &jumps, &small);
+        let evidenced = evidence != Evidenced::No;
+        // Evidenced growth waits for a later look only where waiting can decide it: under a
+        // total budget, which a steady leak's growth passes as the span grows. Without one the
+        // budget grows as fast as growth at the tolerance does.
+        let waits = match evidence {
+            Evidenced::No => false,
+            Evidenced::Growth => self.rule.budget.is_some(),
+            Evidenced::OneRelease => true,
+        };
         // At the last look no later one can narrow the interval: growth the run could not bound
         // by the total budget is clean when the per-cycle tolerance bounds it, and the verdict
         // says so (`budget_from` tolerance, and what it rules out, larger).
@@ -300,7 +325,7 @@ impl<'a> Series<'a> {
         } else {
             (budget, budget_from)
         };
-        let clean = upper < budget && retired && !pending && (!evidenced || last_look);
+        let clean = upper < budget && retired && !pending && (!waits || last_look);
         let verdict = if leak {
             Verdict::Leak
         } else if clean {
@@ -356,12 +381,18 @@ impl<'a> Series<'a> {
     /// is most of what the later part released (memory returned once, a leak going on around
     /// it): a run is not clean before its last look on the strength of one release. Drops of
     /// about the same size are a sawtooth, judged as they are.
-    fn evidenced(&self, lower: f64, jumps: &Jumps, small: &Jumps) -> bool {
+    fn evidenced(&self, lower: f64, jumps: &Jumps, small: &Jumps) -> Evidenced {
         let drops =
             jumps.all.iter().chain(&small.all).filter(|(i, d)| *d < 0.0 && self.x[*i] >= self.mid).map(|(_, d)| *d);
         let (released, largest) = drops.fold((0.0, 0.0f64), |(s, m), d| (s + d, m.min(d)));
         let one_release = largest < 0.0 && largest <= DOMINANT_DROP * released;
-        lower > 0.0 || (one_release && lower - largest > 0.0)
+        if lower > 0.0 {
+            Evidenced::Growth
+        } else if one_release && lower - largest > 0.0 {
+            Evidenced::OneRelease
+        } else {
+            Evidenced::No
+        }
     }
 
     /// The cycles an inconclusive verdict needs: for its last jump to retire, for the interval
