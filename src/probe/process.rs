@@ -203,8 +203,7 @@ pub(crate) fn count_maps(text: &str, dir: Option<&Path>) -> MapCounts {
     c.files = objects.len() as u64;
     for line in text.lines() {
         c.all += 1;
-        let Some(path) = map_path(line) else { continue };
-        let path = path.strip_suffix(" (deleted)").unwrap_or(path);
+        let Some(path) = path_of_map(line) else { continue };
         if path.starts_with('/') && !objects.contains(path) && !debug_info(path) {
             c.files += 1;
         }
@@ -219,9 +218,13 @@ pub(crate) fn count_maps(text: &str, dir: Option<&Path>) -> MapCounts {
 
 /// The file a `/proc/self/maps` line maps (a deleted one by its old path), if it maps a file.
 fn file_of_map(line: &str) -> Option<&str> {
+    path_of_map(line).filter(|path| path.starts_with('/'))
+}
+
+/// A `/proc/self/maps` line's pathname, a deleted file's by its old path.
+fn path_of_map(line: &str) -> Option<&str> {
     let path = map_path(line)?;
-    let path = path.strip_suffix(" (deleted)").unwrap_or(path);
-    path.starts_with('/').then_some(path)
+    Some(path.strip_suffix(" (deleted)").unwrap_or(path))
 }
 
 /// The pathname column of a `/proc/self/maps` line: everything after the five fixed fields
