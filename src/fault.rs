@@ -173,6 +173,11 @@ impl FaultPlan {
         Ok(())
     }
 
+    /// The points the plan names, in order.
+    pub fn points(&self) -> impl Iterator<Item = &str> {
+        self.specs.keys().map(String::as_str)
+    }
+
     /// Whether the plan has no active rule.
     pub fn is_empty(&self) -> bool {
         self.specs.values().all(|s| s.trigger == Trigger::Off)
@@ -479,6 +484,64 @@ impl Faults {
     pub fn active(&self) -> bool {
         self.inner.as_ref().is_some_and(|i| !i.points.is_empty())
     }
+}
+
+/// The plan of the `#[leakcheck::test]` check running in this process, while its body runs.
+static CURRENT: Mutex<Option<Faults>> = Mutex::new(None);
+/// Every point a body checked with [`fault`] since the check began.
+static CHECKED: Mutex<BTreeSet<String>> = Mutex::new(BTreeSet::new());
+/// Points that fired since [`enter`].
+static FIRED: AtomicU64 = AtomicU64::new(0);
+
+/// Whether the plan of the `#[leakcheck::test]` check running in this process fails point
+/// `name` now: a test's own fault point, so that an existing test gains a failure path with one
+/// `if`. False outside such a check (an ordinary test run, a body between checks), and for a
+/// point the plan does not name. A point whose plan says `:panic` panics here.
+///
+/// ```
+/// fn flush() -> Result<(), String> {
+///     if leakcheck::fault("flush") {
+///         return Err("injected".into()); // the path an ordinary run never takes
+///     }
+///     Ok(())
+/// }
+/// assert_eq!(flush(), Ok(())); // outside a check, no point fires
+/// ```
+pub fn fault(name: &str) -> bool {
+    let faults = {
+        let current = lock(&CURRENT);
+        let Some(faults) = current.as_ref() else { return false };
+        faults.clone()
+    };
+    {
+        let mut checked = lock(&CHECKED);
+        if !checked.contains(name) {
+            checked.insert(name.to_string());
+        }
+    }
+    let Some(action) = faults.check(name) else { return false };
+    FIRED.fetch_add(1, Ordering::Relaxed);
+    match action {
+        FaultAction::Error => true,
+        FaultAction::Panic => InjectedPanic::raise(name),
+    }
+}
+
+/// A body is about to run under `faults`: [`fault`] answers from them until [`leave`].
+pub(crate) fn enter(faults: &Faults) {
+    FIRED.store(0, Ordering::Relaxed);
+    *lock(&CURRENT) = Some(faults.clone());
+}
+
+/// The body ended; [`fault`] answers false again. Returns how many points fired while it ran.
+pub(crate) fn leave() -> u64 {
+    *lock(&CURRENT) = None;
+    FIRED.load(Ordering::Relaxed)
+}
+
+/// The points bodies checked with [`fault`] in this process.
+pub(crate) fn checked_points() -> BTreeSet<String> {
+    lock(&CHECKED).clone()
 }
 
 /// The plans of the automatic fault matrix over `points`: each single point failing always, on

@@ -80,13 +80,19 @@ pub mod workspace;
 #[doc = include_str!("../README.md")]
 pub struct ReadmeExamples;
 
+pub use fault::fault;
 pub use harness::{CycleCtx, Harness, HarnessConfig, HarnessReport, Integrity, Lifecycle, StoreInfo};
+pub use leakcheck_macros::test;
 pub use ledger::{
     current_owner, owner_scope, CloseResult, Depth, HandleKind, Hold, KindName, LeakError, LeakGuard, LeakReport,
     Ledger, Settle, Token,
 };
 pub use probe::{Probe, Sample};
+pub use runner::attribute::test_ledger;
 pub use runner::check;
 pub use signal::{Class, Signal, SignalId};
 pub use suppress::{Suppression, Suppressions};
+/// jemalloc, as a test binary's global allocator: `#[global_allocator] static ALLOC:
+/// leakcheck::Jemalloc = leakcheck::Jemalloc;` (what `#[leakcheck::test]` and the byte signals need).
+pub use tikv_jemallocator::Jemalloc;
 pub use verdict::{SignalVerdict, Verdict};

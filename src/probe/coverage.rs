@@ -41,6 +41,26 @@ pub fn check_malloc_coverage() -> Result<Coverage, ProbeError> {
     Ok(coverage)
 }
 
+/// Allocates 4 MiB through Rust's global allocator and checks that jemalloc's
+/// `stats.allocated` grows by at least 90% of it: the test binary's allocator is jemalloc
+/// (`#[global_allocator] static ALLOC: leakcheck::Jemalloc = leakcheck::Jemalloc;`).
+///
+/// # Errors
+/// [`ProbeError::GlobalAllocatorNotJemalloc`] when it is not.
+pub fn check_global_allocator() -> Result<Coverage, ProbeError> {
+    const BYTES: usize = 4 << 20;
+    let requested_bytes = BYTES as u64;
+    let before = jemalloc::allocated_bytes()?;
+    let block = std::hint::black_box(vec![1u8; BYTES]);
+    let after = jemalloc::allocated_bytes();
+    drop(block);
+    let allocated_delta_bytes = after? as i64 - before as i64;
+    if allocated_delta_bytes < (requested_bytes as i64) * 9 / 10 {
+        return Err(ProbeError::GlobalAllocatorNotJemalloc { requested_bytes, allocated_delta_bytes });
+    }
+    Ok(Coverage { native_bytes: requested_bytes, allocated_delta_bytes })
+}
+
 /// Writes 100,000 keys with 100-byte values into a scratch RocksDB's memtable and checks that
 /// jemalloc's `stats.allocated` grows by at least 8 MB while the DB holds them (measured here:
 /// about 13 MB with the override on).

@@ -30,7 +30,7 @@ use serde::{Deserialize, Serialize};
 pub use self::rocksdb::MemoryConsumers;
 #[cfg(feature = "rocksdb")]
 pub use coverage::check_rocksdb_coverage;
-pub use coverage::{check_malloc_coverage, Coverage};
+pub use coverage::{check_global_allocator, check_malloc_coverage, Coverage};
 pub use jemalloc::JemallocStats;
 pub use process::ProcessStats;
 
@@ -70,6 +70,17 @@ pub enum ProbeError {
         path: PathBuf,
         /// The I/O error.
         source: io::Error,
+    },
+    /// Rust's global allocator is not jemalloc.
+    #[error(
+        "the global allocator is not jemalloc: a {requested_bytes}-byte Vec moved jemalloc's \
+         stats.allocated by {allocated_delta_bytes} bytes"
+    )]
+    GlobalAllocatorNotJemalloc {
+        /// Bytes requested through the global allocator.
+        requested_bytes: u64,
+        /// What jemalloc saw.
+        allocated_delta_bytes: i64,
     },
     /// C `malloc` does not go through jemalloc.
     #[error(

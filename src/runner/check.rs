@@ -160,7 +160,7 @@ impl<L: Lifecycle> Check<'_, L> {
         // The ledger's depth is the caller's; the report says which it is.
         options.tracking = Some(self.ledger.depth());
         let plan = validate(&options)?;
-        let outcome = drive(self.store, self.ledger, &options, &plan)?;
+        let outcome = drive(self.store, self.ledger, &options, &plan, None)?;
         print!("{}", outcome.annotations());
         Ok(outcome)
     }

@@ -3,7 +3,7 @@
 
 use std::ops::ControlFlow;
 use std::path::Path;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use super::plan::{harness_config, plan_for, settings_of, validate, Plan};
@@ -46,22 +46,24 @@ where
     };
     let ledger = Ledger::with_depth(plan.depth);
     let mut store = make(&StoreEnv { ledger: &ledger, dir: &data }).map_err(|e| RunError::Store(e.into()))?;
-    drive(&mut store, &ledger, opts, &plan)
+    drive(&mut store, &ledger, opts, &plan, None)
 }
 
-/// Runs `store` (already made, its handles registered in `ledger`) as [`run`] does.
+/// Runs `store` (already made, its handles registered in `ledger`) as [`run`] does; `stop`, once
+/// set, ends the run after the cycle in progress (as an interrupt does).
 pub(super) fn drive<L: Lifecycle>(
     store: &mut L,
     ledger: &Ledger,
     opts: &RunOptions,
     plan: &Plan,
+    stop: Option<&AtomicBool>,
 ) -> Result<RunOutcome, RunError> {
     let faults = plan_for(opts, store)?;
     if let Some(dir) = &opts.report {
         report::write::prepare_dir(dir)
             .map_err(|source| RunError::Report { context: format!("--report {}", dir.display()), source })?;
     }
-    let stop = if opts.interruptible { Some(crate::sys::stop_on_interrupt().map_err(RunError::Signal)?) } else { None };
+    let stop = if opts.interruptible { Some(crate::sys::stop_on_interrupt().map_err(RunError::Signal)?) } else { stop };
     let settings = settings_of(store, opts, plan, &faults);
     let hc = harness_config(opts, plan, faults);
     let warmup = hc.judged_analysis().warmup_cycles as u64;
@@ -111,7 +113,7 @@ struct Watch<'a> {
     interrupted: bool,
     csv: Option<report::SamplesFile>,
     heap: Option<heap::HeapRun>,
-    stop: Option<&'static std::sync::atomic::AtomicBool>,
+    stop: Option<&'a AtomicBool>,
 }
 
 impl Watch<'_> {

@@ -16,6 +16,8 @@
 //! every 10 cycles, up to `max_cycles` (default four times the cycles);
 //! `soak` runs for a duration or a number of cycles and keeps the report directory current.
 
+#[doc(hidden)]
+pub mod attribute;
 mod check;
 mod ci;
 mod compare;

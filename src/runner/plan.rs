@@ -24,6 +24,8 @@ pub(super) struct Plan {
     pub(super) suppressions: crate::Suppressions,
     /// The baseline report and its path, when one was given.
     pub(super) baseline: Option<(crate::report::RunReport, String)>,
+    /// Cycles before the first judged one, when not the analysis's default.
+    pub(super) warmup_cycles: Option<usize>,
 }
 
 pub(super) fn validate(opts: &RunOptions) -> Result<Plan, RunError> {
@@ -90,7 +92,7 @@ pub(super) fn validate(opts: &RunOptions) -> Result<Plan, RunError> {
         }
         None => None,
     };
-    Ok(Plan { depth, cycles, max_cycles, sample_every, suppressions, baseline })
+    Ok(Plan { depth, cycles, max_cycles, sample_every, suppressions, baseline, warmup_cycles: None })
 }
 
 /// The suppressions in force: the file asked for, else [`DEFAULT_SUPPRESSIONS`] in the current
@@ -162,6 +164,9 @@ pub(super) fn harness_config(opts: &RunOptions, plan: &Plan, faults: FaultPlan) 
         suppressions: plan.suppressions.clone(),
         ..HarnessConfig::default()
     };
+    if let Some(w) = plan.warmup_cycles {
+        hc.analysis.warmup_cycles = w;
+    }
     if soak {
         hc.analysis.looks = Looks::Doubling { first: DEFAULT_CHECK_CYCLES };
     }
