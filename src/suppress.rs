@@ -177,12 +177,23 @@ impl Suppressions {
         let invalid =
             |line: usize, problem: String| SuppressionError::Invalid { origin: origin.to_string(), line, problem };
         let file: File = toml::from_str(text).map_err(|e| {
-            let line = e.span().map_or(1, |s| line_of(s.start));
-            invalid(line, e.message().trim().replace('\n', "; "))
+            let line = e.line_col().map_or(1, |(line, _)| line + 1);
+            let said = e.to_string();
+            let problem = said.split(" at line ").next().unwrap_or(&said).trim().replace('\n', "; ");
+            invalid(line, problem)
         })?;
+        // toml 0.5 spans a `[[suppress]]` table from the file's start, so each entry's line is its
+        // header's, in order; entries written inline (`suppress = [{ .. }]`) have true spans.
+        let headers: Vec<usize> = text
+            .lines()
+            .enumerate()
+            .filter(|(_, l)| l.trim_start().strip_prefix("[[").is_some_and(|h| h.trim_start().starts_with("suppress")))
+            .map(|(i, _)| i + 1)
+            .collect();
+        let by_header = headers.len() == file.suppress.len();
         let mut entries = Vec::with_capacity(file.suppress.len());
-        for spanned in file.suppress {
-            let line = line_of(spanned.span().start);
+        for (i, spanned) in file.suppress.into_iter().enumerate() {
+            let line = if by_header { headers[i] } else { line_of(spanned.start()) };
             let e = spanned.into_inner();
             let fail = |problem: &str| invalid(line, problem.to_string());
             let reason = e.reason.filter(|r| !r.trim().is_empty()).ok_or_else(|| {
