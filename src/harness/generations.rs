@@ -280,6 +280,8 @@ impl RunGenerations {
             r = generations::bookkeeping(|| r.with_sites_suppressed(all, suppressions));
             self.unexplained = unexplained;
         } else {
+            // The judged cycles hold nothing: no site, and so none with old residue.
+            r.old_sites = Some(0);
             self.unexplained.clear();
         }
         if r.leaks() && self.leak_look.is_none() {

@@ -1,8 +1,11 @@
 //! `#[leakcheck::test]`: an ordinary test's body run as the cycles of a leak check.
 //!
-//! The body is the cycle: the check runs it [`DEFAULT_TEST_CYCLES`] times (going on while the
-//! verdict is inconclusive, up to four times as many) under the judgement of [`check`](super::check),
-//! and the test fails with the summary line and the findings unless the verdict is clean.
+//! The body is the cycle: the check runs it under the judgement of [`check`](super::check) and
+//! fails the test with the summary line and the findings unless the verdict is clean. Its first
+//! look comes as soon as the record can decide ([`TEST_MIN_CYCLES`]: the warm-up and 3 judged
+//! cycles, the last run aside): a body that gives back everything it allocated is clean there.
+//! Undecided, it goes on, looking every 10 cycles, up to [`DEFAULT_TEST_MAX_CYCLES`]; a leak stops
+//! it at the cycle that decides it.
 //!
 //! **One check per process.** The byte and OS signals are process-wide. Under `cargo nextest`
 //! every test has a process of its own, and the check runs in place. Under `cargo test` the
@@ -27,20 +30,26 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
 
 use super::drive::drive;
-use super::plan::validate;
-use super::{Mode, RunOptions, DEFAULT_MAX_CYCLES_FACTOR, DEFAULT_SEED, MIN_CYCLES};
+use super::plan::validate_from;
+use super::{Mode, RunOptions, DEFAULT_MAX_CYCLES_FACTOR, DEFAULT_SEED};
 use crate::fault::FAULTS_ENV;
 use crate::harness::{CycleCtx, Lifecycle, StoreInfo};
 use crate::{Ledger, Verdict};
-
-/// Cycles an annotated test runs when its attribute names none.
-pub const DEFAULT_TEST_CYCLES: u64 = 30;
 
 /// Cycles of an annotated test before the first judged one: what the first run keeps on
 /// purpose (a `OnceLock`, a logger, RocksDB's thread pools and its process-wide state) is made in
 /// it, and one more cycle lets a second-use initialisation settle. A test body has no cache to
 /// fill and no arena to grow across cycles, as a long-lived store has (whose runs skip 20).
 pub const TEST_WARMUP_CYCLES: usize = 2;
+
+/// Cycles of an annotated test's first look, and the fewest `cycles` it takes: the warm-up, the
+/// 3 judged cycles after which a record holding nothing old is clean, and the last cycle run
+/// (never judged: it may still carry state).
+pub const TEST_MIN_CYCLES: u64 = TEST_WARMUP_CYCLES as u64 + crate::verdict::retained::EARLY_JUDGED_CYCLES + 1;
+
+/// How far an annotated test goes on while undecided, unless its attribute says otherwise
+/// (`max_cycles`; with `cycles` and no `max_cycles`, four times its cycles).
+pub const DEFAULT_TEST_MAX_CYCLES: u64 = 30;
 
 /// Set in an annotated test's child process: the name of the one test it runs in place.
 const CHILD_ENV: &str = "LEAKCHECK_TEST_CHILD";
@@ -79,14 +88,14 @@ pub struct TestSpec {
 pub const fn check_cycles(cycles: Option<u64>, max_cycles: Option<u64>) {
     let first = match cycles {
         Some(c) => c,
-        None => DEFAULT_TEST_CYCLES,
+        None => TEST_MIN_CYCLES,
     };
-    if first < MIN_CYCLES {
-        panic!("leakcheck::test: `cycles` is below leakcheck::runner::MIN_CYCLES: fewer cannot decide");
+    if first < TEST_MIN_CYCLES {
+        panic!("leakcheck::test: `cycles` is below leakcheck::runner::attribute::TEST_MIN_CYCLES: fewer cannot decide");
     }
     if let Some(m) = max_cycles {
         if m < first {
-            panic!("leakcheck::test: `max_cycles` is below `cycles` (default leakcheck::runner::attribute::DEFAULT_TEST_CYCLES)");
+            panic!("leakcheck::test: `max_cycles` is below `cycles`");
         }
     }
 }
@@ -240,10 +249,14 @@ fn in_place<R: TestReturn>(spec: &TestSpec, body: fn() -> R) -> Result<String, F
         (None, Ok(p)) => Some(p),
         (None, Err(_)) => None,
     };
-    let cycles = spec.cycles.unwrap_or(DEFAULT_TEST_CYCLES);
+    let cycles = spec.cycles.unwrap_or(TEST_MIN_CYCLES);
+    let most = match spec.cycles {
+        Some(c) => c.saturating_mul(DEFAULT_MAX_CYCLES_FACTOR),
+        None => DEFAULT_TEST_MAX_CYCLES,
+    };
     let mut options = RunOptions::new(Mode::Check);
     options.cycles = Some(cycles);
-    options.max_cycles = Some(spec.max_cycles.unwrap_or(cycles.saturating_mul(DEFAULT_MAX_CYCLES_FACTOR)));
+    options.max_cycles = Some(spec.max_cycles.unwrap_or(most));
     options.faults = Some(plan.clone().unwrap_or_else(|| "none".to_string()));
     options.seed = spec.seed.unwrap_or(DEFAULT_SEED);
     options.suppressions = spec.suppressions.map(PathBuf::from);
@@ -252,7 +265,7 @@ fn in_place<R: TestReturn>(spec: &TestSpec, body: fn() -> R) -> Result<String, F
     if let Some(dir) = std::env::var_os(REPORTS_ENV) {
         options.report = Some(Path::new(&dir).join(spec.path.replace("::", "-")));
     }
-    let mut checked = validate(&options).map_err(|e| said(&e))?;
+    let mut checked = validate_from(&options, TEST_MIN_CYCLES).map_err(|e| said(&e))?;
     checked.warmup_cycles = Some(TEST_WARMUP_CYCLES);
     let stop = AtomicBool::new(false);
     let mut store = Body::new(spec.path, body, plan.as_deref(), &stop);

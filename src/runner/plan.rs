@@ -29,6 +29,11 @@ pub(super) struct Plan {
 }
 
 pub(super) fn validate(opts: &RunOptions) -> Result<Plan, RunError> {
+    validate_from(opts, MIN_CYCLES)
+}
+
+/// [`validate`], with `min_cycles` the fewest cycles asked for that can decide.
+pub(super) fn validate_from(opts: &RunOptions, min_cycles: u64) -> Result<Plan, RunError> {
     let soak = opts.mode == Mode::Soak;
     let depth = match opts.tracking {
         Some(d) => d,
@@ -57,10 +62,10 @@ pub(super) fn validate(opts: &RunOptions) -> Result<Plan, RunError> {
         (None, Some(_)) => u64::MAX,
         (None, None) => DEFAULT_CHECK_CYCLES,
     };
-    if cycles < MIN_CYCLES {
+    if cycles < min_cycles {
         return Err(invalid(
             "--cycles",
-            format!("{cycles}: at least {MIN_CYCLES} cycles are needed for a verdict on memory"),
+            format!("{cycles}: at least {min_cycles} cycles are needed for a verdict on memory"),
         ));
     }
     // How far `check` may go on while the verdict is inconclusive: the verdict says how many more

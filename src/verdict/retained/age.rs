@@ -313,17 +313,23 @@ pub fn rate_ruled_out(late_cycles: u64) -> Option<f64> {
     if late_cycles < LATE_HOLDS {
         return None;
     }
-    // P(Binomial(n, p) >= k) grows with p: bisect for the p where it reaches POWER.
+    // P(Binomial(n, p) >= k) grows with p: bisected for the p where it reaches POWER.
+    Some(rate_firing_in(late_cycles, LATE_HOLDS))
+}
+
+/// The lowest rate (the fraction of cycles a leak fires in) at which a leak fires in at least
+/// `holds` of `cycles` cycles with probability [`POWER`].
+pub(crate) fn rate_firing_in(cycles: u64, holds: u64) -> f64 {
     let (mut lo, mut hi) = (0.0f64, 1.0f64);
     for _ in 0..60 {
         let mid = (lo + hi) / 2.0;
-        if binomial_at_least(late_cycles, mid, LATE_HOLDS) >= POWER {
+        if binomial_at_least(cycles, mid, holds) >= POWER {
             hi = mid;
         } else {
             lo = mid;
         }
     }
-    Some(hi)
+    hi
 }
 
 /// P(Binomial(n, p) >= k).

@@ -238,3 +238,35 @@ fn the_record_settles_the_counter_only_where_its_cycles_could_not_hold_the_growt
     run.add_retained(verdict(retained(20, 198, &leak, Record::new().sites(&leak, span(20, 198)))));
     assert_eq!(run.verdict, Verdict::Leak);
 }
+
+#[test]
+fn a_record_holding_nothing_old_is_clean_after_three_judged_cycles() {
+    let nothing: Vec<Held> = Vec::new();
+    let r = retained(2, 4, &nothing, Vec::new());
+    assert_eq!(verdict(r.clone()).verdict, Verdict::Clean);
+    // A leak in every one of 3 cycles leaves residue in at least one at 79% of cycles or more.
+    let p = r.rate_ruled_out().expect("a rate ruled out");
+    assert!((p - (1.0 - 0.01f64.powf(1.0 / 3.0))).abs() < 1e-6, "{p}");
+    // Two judged cycles: not yet.
+    assert_eq!(verdict(retained(2, 3, &nothing, Vec::new())).verdict, Verdict::Inconclusive);
+    // A stack that never gives back, holding one judged cycle's residue: old, so undecided until a
+    // leak could be called.
+    let once = vec![held(3, 64, Some(9))];
+    let r = retained(2, 4, &once, Record::new().sites(&once, span(2, 4)));
+    assert_eq!(verdict(r).verdict, Verdict::Inconclusive);
+    // Residue without a stack is never judged, and so never decides early.
+    let unstacked = vec![held(3, 64, None)];
+    let r = retained(2, 4, &unstacked, Record::new().sites(&unstacked, span(2, 4)));
+    assert_eq!(verdict(r).verdict, Verdict::Inconclusive);
+    // A stack that turns over, holding only what its window still turns: state, clean.
+    let mut record = Record::new();
+    record.turnover.insert(5, 3);
+    let young = vec![held(4, 64, Some(5))];
+    let r = retained(2, 4, &young, record.sites(&young, span(2, 4)));
+    assert_eq!(verdict(r).verdict, Verdict::Clean);
+    // Long runs holding nothing old state the stronger rate: a leak would have fired in one of 27
+    // cycles, not only in 4 of the later half's.
+    let r = retained(2, 28, &nothing, Vec::new());
+    let (p, late_half) = (r.rate_ruled_out().expect("a rate"), age::rate_ruled_out(age::late_cycles(r.span())));
+    assert!(p < late_half.expect("27 judged cycles rule out something") / 2.0, "{p} {late_half:?}");
+}
