@@ -23,6 +23,10 @@ def tests_in_sources(tests_dir):
                 continue
             feature = None
             for j in range(i + 1, min(i + 6, len(lines))):
+                if lines[j].strip().startswith("#[ignore"):
+                    feature = "#[ignore]"
+                if lines[j].strip().startswith("#[should_panic"):
+                    feature = "#[should_panic]"
                 m = re.search(r'cfg\(feature\s*=\s*"([^"]+)"\)', lines[j])
                 if m:
                     feature = m.group(1)
@@ -100,22 +104,28 @@ def main():
         if (binary, test) in skipped:
             verdict, cycles, secs, note = "not run", "-", "-", "a compile-fail test (trybuild): no run to repeat"
         elif (binary, test) not in cases:
-            need = f"feature `{feature}`" if feature else "a cfg this build does not meet"
-            verdict, cycles, secs, note = "compiled out", "-", "-", f"needs {need}, not built"
+            if feature == "#[ignore]":
+                verdict, cycles, secs, note = "ignored as published", "-", "-", "#[ignore] upstream: not run by default"
+            else:
+                need = f"feature `{feature}`" if feature else "a cfg this build does not meet"
+                verdict, cycles, secs, note = "compiled out", "-", "-", f"needs {need}, not built"
         else:
             secs_f, message = cases[(binary, test)]
             secs = f"{secs_f:.2f}"
             cycles = str(r["cycles_run"]) if r else "-"
-            if published == "fails":
+            if feature == "#[should_panic]":
+                verdict = "skipped: panics by design"
+                note = "#[should_panic]: its body panics in the first cycle (" + ("as expected" if message is None else "not as expected") + "), so no cycle is judged"
+            elif published == "fails":
                 verdict = "skipped: fails as published"
                 note = "in this build, without the attribute: " + first_words(plain[(binary, test)][1], test)
             elif message is None:
-                verdict = r["verdict"]["verdict"] if r else "passed, not judged"
+                verdict = r["verdict"] if r else "passed, not judged"
                 note = r["summary"] if r else "a #[should_panic] test: its body panics in the first cycle, so no cycle is judged"
             else:
                 words = first_words(message, test)
                 if words.startswith("leakcheck: ") and r:
-                    verdict = r["verdict"]["verdict"]
+                    verdict = r["verdict"]
                 elif words.startswith("leakcheck::test"):
                     verdict = "error"
                 else:
