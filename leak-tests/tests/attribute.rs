@@ -122,3 +122,13 @@ mod nested {
         assert_eq!(v.iter().sum::<u64>(), 499_500);
     }
 }
+
+/// A file the test made in its temporary directory, left open on every run: no byte of the heap
+/// is lost, and the open file decides (the body's `TMPDIR` is watched as a store's directory is).
+#[leakcheck::test]
+#[should_panic(expected = "open_fds_under_dir")]
+fn a_file_left_open() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let file = std::fs::File::create(dir.path().join("scratch")).expect("a file to make");
+    std::mem::forget(file);
+}

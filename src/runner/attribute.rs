@@ -4,6 +4,8 @@
 //! fails the test with the summary line and the findings unless the verdict is clean. Its first
 //! look comes as soon as the record can decide ([`TEST_MIN_CYCLES`]: the warm-up and 3 judged
 //! cycles, the last run aside): a body that gives back everything it allocated is clean there.
+//! Under a fault plan the first look is at [`DEFAULT_TEST_MAX_CYCLES`]: a failure path needs
+//! cycles to fire in before a clean verdict can speak for it.
 //! Undecided, it goes on, looking every 10 cycles, up to [`DEFAULT_TEST_MAX_CYCLES`]; a leak stops
 //! it at the cycle that decides it.
 //!
@@ -12,6 +14,11 @@
 //! tests of a binary are threads of one process: an annotated test runs its own binary again as a
 //! child, filtered to its exact name with one test thread, and takes the child's verdict (written
 //! to a file the parent names), the way rusty-fork isolates a test. The parent judges nothing.
+//!
+//! **Its files.** The body's `TMPDIR` is a directory of the check's own, watched as a store's data
+//! directory is: a file the body makes with `tempfile` (or under `std::env::temp_dir()`) and
+//! leaves open, or mapped, when a cycle ends is an exact leak (`open_fds_under_dir`). Files
+//! elsewhere, maps and threads are shown, not judged, in runs this short.
 //!
 //! **What fails the test.** A verdict other than clean; the body's own failure (a panic, or an
 //! `Err`) in a cycle where no fault point fired, which is the test failing as it would without
@@ -55,6 +62,8 @@ pub const DEFAULT_TEST_MAX_CYCLES: u64 = 30;
 const CHILD_ENV: &str = "LEAKCHECK_TEST_CHILD";
 /// Set in the child: the file it writes its verdict to, for the parent.
 const OUTCOME_ENV: &str = "LEAKCHECK_TEST_OUTCOME";
+/// Set in the child: the temporary directory the parent made for it (its `TMPDIR` too).
+const TMPDIR_ENV: &str = "LEAKCHECK_TEST_TMPDIR";
 /// When set, a directory: each annotated test writes its report directory (report.html,
 /// report.json, ...) under it, named after the test.
 pub const REPORTS_ENV: &str = "LEAKCHECK_TEST_REPORTS";
@@ -203,10 +212,16 @@ fn in_child(name: &str) -> Result<String, Failure> {
         Failure::Said(format!("leakcheck::test: cannot make a temporary directory for {name}'s verdict: {e}"))
     })?;
     let file = scratch.path().join("outcome");
+    let tmp = scratch.path().join("tmp");
+    std::fs::create_dir(&tmp).map_err(|e| {
+        Failure::Said(format!("leakcheck::test: cannot make {}'s temporary directory: {e}", tmp.display()))
+    })?;
     let out = Command::new(&exe)
         .args([name, "--exact", "--test-threads", "1", "--include-ignored", "--nocapture"])
         .env(CHILD_ENV, name)
         .env(OUTCOME_ENV, &file)
+        .env(TMPDIR_ENV, &tmp)
+        .env("TMPDIR", &tmp)
         .output()
         .map_err(|e| Failure::Said(format!("leakcheck::test: cannot run {} for {name}: {e}", exe.display())))?;
     let printed = |bytes: &[u8]| {
@@ -244,12 +259,19 @@ fn harness_chatter(line: &str, name: &str) -> bool {
 fn in_place<R: TestReturn>(spec: &TestSpec, body: fn() -> R) -> Result<String, Failure> {
     require_jemalloc(spec)?;
     let said = |e: &dyn std::fmt::Display| Failure::Said(format!("leakcheck::test {}: {e}", spec.path));
+    let (tmp, _made) = temporary_directory().map_err(|e| said(&e))?;
     let plan = match (spec.faults, std::env::var(FAULTS_ENV)) {
         (Some(p), _) => Some(p.to_string()),
         (None, Ok(p)) => Some(p),
         (None, Err(_)) => None,
     };
-    let cycles = spec.cycles.unwrap_or(TEST_MIN_CYCLES);
+    // A failure path needs cycles to fire in: with a plan in force the first look waits for the
+    // cycles the verdict would go on to anyway, so that a clean verdict has seen the plan fire.
+    let planned = plan
+        .as_deref()
+        .is_some_and(|p| p.trim() != "none" && crate::fault::FaultPlan::parse(p).is_ok_and(|p| !p.is_empty()));
+    let first = if planned { DEFAULT_TEST_MAX_CYCLES } else { TEST_MIN_CYCLES };
+    let cycles = spec.cycles.unwrap_or(first);
     let most = match spec.cycles {
         Some(c) => c.saturating_mul(DEFAULT_MAX_CYCLES_FACTOR),
         None => DEFAULT_TEST_MAX_CYCLES,
@@ -268,7 +290,7 @@ fn in_place<R: TestReturn>(spec: &TestSpec, body: fn() -> R) -> Result<String, F
     let mut checked = validate_from(&options, TEST_MIN_CYCLES).map_err(|e| said(&e))?;
     checked.warmup_cycles = Some(TEST_WARMUP_CYCLES);
     let stop = AtomicBool::new(false);
-    let mut store = Body::new(spec.path, body, plan.as_deref(), &stop);
+    let mut store = Body::new(spec.path, body, plan.as_deref(), &stop, tmp);
     let outcome = drive(&mut store, test_ledger(), &options, &checked, Some(&stop)).map_err(|e| said(&e))?;
     print!("{}", outcome.annotations());
     if let Some(failure) = store.failure.take() {
@@ -285,6 +307,21 @@ fn in_place<R: TestReturn>(spec: &TestSpec, body: fn() -> R) -> Result<String, F
         )));
     }
     Ok(outcome.summary())
+}
+
+/// The body's temporary directory, watched as a store's data directory is: every file under it
+/// must be closed (and unmapped) when a cycle ends. It is `TMPDIR` for the body, so that
+/// `tempfile::tempdir()` and `std::env::temp_dir()` make their files in it. A child process gets
+/// it from its parent; in place (under nextest, a process per test) it is made here and `TMPDIR`
+/// set before the first cycle, while the test's thread is the only one that runs its code.
+fn temporary_directory() -> std::io::Result<(PathBuf, Option<tempfile::TempDir>)> {
+    if let Some(dir) = std::env::var_os(TMPDIR_ENV) {
+        return Ok((PathBuf::from(dir), None));
+    }
+    let made = tempfile::Builder::new().prefix("leakcheck-test-").tempdir()?;
+    let dir = made.path().to_path_buf();
+    std::env::set_var("TMPDIR", &dir);
+    Ok((dir, Some(made)))
 }
 
 /// The plan and the body agree on their points: every point the plan names was checked, and a
@@ -340,16 +377,18 @@ struct Body<'a, R> {
     failure: Option<Failure>,
     /// Set with the failure: the run ends after this cycle.
     stop: &'a AtomicBool,
+    /// The body's `TMPDIR`: nothing under it may stay open after a cycle.
+    tmp: PathBuf,
 }
 
 impl<'a, R: TestReturn> Body<'a, R> {
-    fn new(path: &'static str, body: fn() -> R, plan: Option<&str>, stop: &'a AtomicBool) -> Self {
+    fn new(path: &'static str, body: fn() -> R, plan: Option<&str>, stop: &'a AtomicBool, tmp: PathBuf) -> Self {
         let named: BTreeSet<String> = plan
             .and_then(|p| crate::fault::FaultPlan::parse(p).ok())
             .map(|p| p.points().map(str::to_string).collect())
             .unwrap_or_default();
         let points = named.iter().map(|p| &*Box::leak(p.clone().into_boxed_str())).collect();
-        Body { path, body, named, points, failure: None, stop }
+        Body { path, body, named, points, failure: None, stop, tmp }
     }
 }
 
@@ -411,6 +450,10 @@ impl<R: TestReturn> Lifecycle for Body<'_, R> {
 
     fn default_faults(&self) -> String {
         "none".to_string()
+    }
+
+    fn data_dir(&self) -> Option<PathBuf> {
+        Some(self.tmp.clone())
     }
 
     fn describe(&self) -> StoreInfo {
