@@ -132,3 +132,12 @@ fn a_file_left_open() {
     let file = std::fs::File::create(dir.path().join("scratch")).expect("a file to make");
     std::mem::forget(file);
 }
+
+/// A body using the tracked wrappers with the check's ledger: a handle it keeps is found exactly,
+/// with the line that made it.
+#[leakcheck::test]
+#[should_panic(expected = "1 Options handle retained, created at leak-tests/tests/attribute.rs")]
+fn a_tracked_handle_kept() {
+    let opts = leakcheck::tracked::TrackedOptions::new(leakcheck::test_ledger());
+    std::mem::forget(opts);
+}
