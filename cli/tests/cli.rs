@@ -153,11 +153,13 @@ fn time_to_verdict_decides_in_a_few_cycles() {
         assert!([0, 1].contains(&code(&out)), "{leak}: stderr {}", String::from_utf8_lossy(&out.stderr));
         (code(&out), serde_json::from_slice(&out.stdout).expect("time-to-verdict JSON"))
     };
-    for (leak, exit, verdict) in [("malloc-1k", 1, "leak"), ("none", 0, "clean")] {
+    // A leak needs 8 judged cycles (4 of a later half) after the fresh-DB loop's 5 of warm-up; a
+    // record holding nothing old is clean after 3 (docs/verdict.md, "Decided early").
+    for (leak, exit, verdict, first) in [("malloc-1k", 1, "leak", 10), ("none", 0, "clean", 9)] {
         let (code, d) = run(leak);
         assert_eq!((code, d["verdict"].as_str()), (exit, Some(verdict)), "{leak}: {d}");
         let cycles = d["cycles_to_verdict"].as_u64().expect("cycles_to_verdict");
-        assert!((10..=14).contains(&cycles), "{leak}: decided after {cycles} cycles: {d}");
+        assert!((first..=14).contains(&cycles), "{leak}: decided after {cycles} cycles: {d}");
         assert!(d["cycles_in_all"].as_u64().is_some_and(|all| all >= cycles), "{d}");
     }
 }
