@@ -10,7 +10,10 @@ use leakcheck::{HandleKind, Harness, Ledger, Verdict};
 fn every_single_and_pair_fault_leaves_nothing_behind() {
     let dir = tempfile::tempdir().expect("tempdir");
     let ledger = Ledger::new();
-    let config = ReferenceConfig::new(dir.path());
+    // Both layouts (task 1 migrates), one live segment per task: every fault point at a third of
+    // the default's cost per cycle.
+    let mut config = ReferenceConfig::new(dir.path());
+    config.segments = 1;
     let tasks = u64::from(config.tasks);
     let mut store = ReferenceStore::new(config, &ledger).expect("store");
     let matrix = Harness::default().fault_matrix(&mut store, &ledger);

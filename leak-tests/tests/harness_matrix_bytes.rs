@@ -12,6 +12,8 @@ fn a_leak_on_one_error_path_is_the_matrix_entry_of_that_path() {
     let ledger = Ledger::new();
     let mut config = ReferenceConfig::new(dir.path());
     config.variant = Variant::MarkerFailureLeaksBytes;
+    // One live segment per task: every fault point at a third of the default's cost per cycle.
+    config.segments = 1;
     let closes = u64::from(config.tasks) * u64::from(config.segments);
     let mut store = ReferenceStore::new(config, &ledger).expect("store");
     let matrix = Harness::default().fault_matrix(&mut store, &ledger);

@@ -1,5 +1,6 @@
 //! The reference store, run as `leakcheck check` runs it (a fault plan that reaches every close
-//! path; 200 cycles, going on while the memory verdict is inconclusive, up to 800), comes out
+//! path; check's default cycles, going on while the memory verdict is inconclusive, up to four
+//! times as many), comes out
 //! clean: the verdict `Clean`, no handle retained in any cycle, no swallowed close error, no lost
 //! record, every segment reopenable.
 //! Process-wide measurement: one test in this file.
@@ -14,8 +15,8 @@ fn the_reference_store_is_clean_under_faults() {
     let ledger = Ledger::new();
     let mut store = ReferenceStore::new(ReferenceConfig::new(dir.path()), &ledger).expect("store");
     let cfg = HarnessConfig {
-        cycles: 800,
-        decide_after: Some(200),
+        cycles: leakcheck::runner::DEFAULT_MAX_CYCLES_FACTOR * leakcheck::runner::DEFAULT_CHECK_CYCLES,
+        decide_after: Some(leakcheck::runner::DEFAULT_CHECK_CYCLES),
         plan: FaultPlan::parse(
             "close.marker=10%,close.flush=5%,work.write=5%,work.scan=5%,open.db=3%,work.malformed=5%",
         )

@@ -166,8 +166,8 @@ pub struct CleanOutcome {
     pub shown_leaks: Vec<String>,
 }
 
-/// Runs one catalog store in `dir` with `seed`, as `leakcheck check` would (200 cycles, going on
-/// while inconclusive up to 800), and judges it.
+/// Runs one catalog store in `dir` with `seed`, as `leakcheck check` would (its default cycles,
+/// going on while inconclusive up to four times as many), and judges it.
 ///
 /// # Errors
 /// When the store cannot be set up or its directory watched.
