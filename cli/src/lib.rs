@@ -145,6 +145,15 @@ pub struct RunArgs {
     /// Print the report as JSON on stdout (progress goes to stderr).
     #[arg(long)]
     pub json: bool,
+    /// Print every signal, the raw ones shown for reference too, and the totals (by default:
+    /// the summary, the findings and the judged signals).
+    #[arg(
+        long,
+        short,
+        help = "Print every signal (the raw ones shown for reference too) and the totals; by default the summary, \
+                the findings and the judged signals"
+    )]
+    pub verbose: bool,
     /// Publish the findings for CI: `github` prints GitHub Actions' workflow commands at the
     /// leaking lines and appends a job summary to `$GITHUB_STEP_SUMMARY`; `auto` (the default)
     /// does so inside GitHub Actions (`GITHUB_ACTIONS=true`); `none` never.
@@ -318,7 +327,7 @@ where
         println!("{}", outcome.json());
     } else {
         print!("{annotations}");
-        print!("{}", outcome.table());
+        print!("{}", if args.verbose { outcome.table() } else { outcome.brief() });
         if let Some(dir) = &outcome.report_dir {
             println!("report: {}", dir.display());
         }

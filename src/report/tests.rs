@@ -233,6 +233,35 @@ fn findings_say_what_leaked_and_where_first() {
     assert_eq!(table.lines().next(), Some(report.summary().as_str()));
 }
 
+/// check's default text is the summary, the findings and the judged signals; `--verbose` (the
+/// whole table) adds the raw signals shown for reference and the totals.
+#[test]
+fn the_brief_table_holds_the_judged_signals_and_the_findings_and_no_raw_signal() {
+    let (report, _) = leaking_report();
+    let (brief, whole) = (text::brief(&report), text::table(&report));
+    let row = |table: &str, signal: &crate::SignalId| {
+        table.lines().any(|l| l.split_whitespace().next() == Some(signal.to_string().as_str()))
+    };
+    let raw: Vec<_> = report.verdict.signals.iter().filter(|s| s.informational).collect();
+    let judged: Vec<_> = report.verdict.signals.iter().filter(|s| !s.informational).collect();
+    assert!(!raw.is_empty() && !judged.is_empty());
+    for s in &judged {
+        assert!(row(&brief, &s.signal) && row(&whole, &s.signal), "{} judged: in both", s.signal);
+    }
+    for s in &raw {
+        assert!(!row(&brief, &s.signal) && row(&whole, &s.signal), "{} raw: only with --verbose", s.signal);
+    }
+    // The findings (the summary naming the leak, the ledger's table) and the verdict in both; the
+    // totals only in the whole table.
+    for text in [&brief, &whole] {
+        assert_eq!(text.lines().next(), Some(report.summary().as_str()));
+        assert!(text.contains("src/report/tests.rs") && text.contains("\nverdict: leak"), "{text}");
+    }
+    let totals = words::totals_lines(&report);
+    assert!(!totals.is_empty() && totals.iter().all(|l| whole.contains(l.as_str()) && !brief.contains(l.as_str())));
+    assert!(brief.lines().count() < whole.lines().count());
+}
+
 #[test]
 fn annotations_are_workflow_commands_at_the_leaking_line() {
     let (report, line) = leaking_report();

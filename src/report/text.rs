@@ -2,7 +2,7 @@
 
 use std::fmt::Write;
 
-use super::words::{notes, signal_cells, totals_lines, SIGNAL_TABLE_NOTE};
+use super::words::{bytes_unavailable, notes, signal_cells, totals_lines, SIGNAL_TABLE_NOTE};
 use crate::report::RunReport;
 use crate::units::human_bytes;
 use crate::Verdict;
@@ -12,17 +12,33 @@ use crate::Verdict;
 /// 2.7 at 2^12 (docs/guide.md, heap profiles). Why jemalloc's counters move so is not established.
 const SAMPLING_BIAS_LG: u32 = 16;
 
-/// The table of `report`, as `check` prints it.
+/// The whole table of `report`: every signal, raw ones too, and the totals (`check --verbose`,
+/// and a failed assertion's message).
 pub(crate) fn table(r: &RunReport) -> String {
+    render(r, true)
+}
+
+/// What `check` prints by default: the summary, the findings, the judged signals with their
+/// notes, and the verdict. The raw signals shown for reference and the totals are in
+/// [`table`].
+pub(crate) fn brief(r: &RunReport) -> String {
+    render(r, false)
+}
+
+fn render(r: &RunReport, every_signal: bool) -> String {
     let mut out = String::new();
     let findings = r.findings();
     let _ = writeln!(out, "{}", r.summary_of(&findings));
     what_leaked(&mut out, &findings);
     header(&mut out, r);
-    signal_rows(&mut out, r);
+    signal_rows(&mut out, r, every_signal);
     signal_notes(&mut out, r);
     heap_section(&mut out, r);
-    totals(&mut out, r);
+    if every_signal {
+        totals(&mut out, r);
+    } else if let Some(line) = bytes_unavailable(r) {
+        let _ = writeln!(out, "\n{line}");
+    }
     ledger_section(&mut out, r);
     if let Some(b) = &r.baseline {
         let _ = writeln!(out);
@@ -109,13 +125,13 @@ fn header(out: &mut String, r: &RunReport) {
     let _ = writeln!(out);
 }
 
-fn signal_rows(out: &mut String, r: &RunReport) {
+fn signal_rows(out: &mut String, r: &RunReport, every_signal: bool) {
     let _ = writeln!(
         out,
         "{:<32} {:<10} {:<14} {:>12} {:>26}",
         "signal", "class", "verdict", "per cycle", "interval / residue"
     );
-    for e in &r.verdict.signals {
+    for e in r.verdict.signals.iter().filter(|e| every_signal || !e.informational) {
         let [verdict, per_cycle, detail] = signal_cells(e);
         let _ = writeln!(
             out,
@@ -127,8 +143,17 @@ fn signal_rows(out: &mut String, r: &RunReport) {
             detail
         );
     }
-    // Broken where the terminal table's width ends.
-    let _ = writeln!(out, "({})", SIGNAL_TABLE_NOTE.replacen(" for reference", "\n for reference", 1));
+    if every_signal {
+        // Broken where the terminal table's width ends.
+        let _ = writeln!(out, "({})", SIGNAL_TABLE_NOTE.replacen(" for reference", "\n for reference", 1));
+    } else {
+        let raw = r.verdict.signals.iter().filter(|e| e.informational).count();
+        let _ = writeln!(
+            out,
+            "(the judged signals; per cycle: growth over the later half of the judged cycles. {raw} raw signals shown \
+             for reference and the totals: --verbose, or report.html with --report DIR)"
+        );
+    }
 }
 
 fn signal_notes(out: &mut String, r: &RunReport) {

@@ -382,10 +382,17 @@ pub(crate) fn totals_lines(r: &RunReport) -> Vec<String> {
         }
         out.push(line);
     }
-    if let Some(why) = &r.verdict.bytes_unavailable {
-        out.push(format!("byte signals unavailable, so the run cannot be called clean: {why}"));
-    }
+    out.extend(bytes_unavailable(r));
     out
+}
+
+/// Why the byte signals could not judge the run, when they could not: the last of the totals'
+/// lines, and in the brief table too.
+pub(crate) fn bytes_unavailable(r: &RunReport) -> Option<String> {
+    r.verdict
+        .bytes_unavailable
+        .as_ref()
+        .map(|why| format!("byte signals unavailable, so the run cannot be called clean: {why}"))
 }
 
 /// A confidence from its one-sided error rate: `95%`, or `1 - 8.7e-4` when the rate is small.

@@ -109,6 +109,13 @@ impl RunOutcome {
         crate::report::text::table(&self.report)
     }
 
+    /// What `check` prints by default: the summary, the findings, the judged signals with their
+    /// notes and the verdict; [`RunOutcome::table`] adds the raw signals shown for reference and
+    /// the totals.
+    pub fn brief(&self) -> String {
+        crate::report::text::brief(&self.report)
+    }
+
     /// GitHub Actions' workflow commands for the findings (`::error file=..,line=..::4 Options
     /// handles retained, created at ..`), one per line, when the run publishes them
     /// ([`Annotations`](super::Annotations)); else empty. Paths are relative to the checkout
