@@ -12,8 +12,9 @@
 //! - alloc: nothing for a failed call (a null result, or `posix_memalign`'s error code, with
 //!   which jemalloc passes the caller's `*memptr` unset); usable size (`malloc_usable_size`, a
 //!   radix-tree lookup); when that size is watched and the allocation is a cycle's, its stack
-//!   (`capture`, before any lock); record (address -> size, generation, stacked, chained), add to
-//!   the generation's counts;
+//!   (`capture`, before any lock); record (address -> size, generation, stacked, chained) and
+//!   add to the generation's counts under the same shard lock ([`TABLE`]'s shards keep what they
+//!   owe the newest generation, so a cycle's allocations write no cache line every thread shares);
 //! - dalloc: remove the record, subtract from the generation that made it, and note the age at
 //!   which a block was given back, for its size class and, when its stack was taken, for its stack
 //!   (the turnover windows the rule judges by), unless the run stopped judging (while the store
@@ -31,10 +32,10 @@
 //!   the old block is not a free: the block moved, it was not given back.
 
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicPtr, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
 use super::capture;
-use super::table::{Chain, Entry, CHAIN_OF, LARGE_BLOCK, LARGE_OF, STACK_OF, TABLE};
+use super::table::{add_counts, Chain, Entry, CHAIN_OF, LARGE_BLOCK, LARGE_OF, STACK_OF, TABLE};
 
 /// Allocations that existed before the hooks were installed (counted, not recorded: their
 /// count starts at what jemalloc reported then and only goes down).
@@ -86,27 +87,6 @@ thread_local! {
     /// leakcheck's own. A `const` thread-local of a type without a destructor: reading it never
     /// allocates and works during thread teardown.
     static BOOKKEEPING: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
-}
-
-/// Live bytes and allocations per generation: `[bytes, allocations]` at index `generation`, in
-/// an anonymous mapping of address space for every possible generation (256 MiB reserved, 16 B
-/// per generation touched).
-static COUNTS: AtomicPtr<[AtomicI64; 2]> = AtomicPtr::new(std::ptr::null_mut());
-const COUNTS_LEN: usize = super::table::MAX_GENERATION as usize + 1;
-
-fn counts() -> Option<&'static [[AtomicI64; 2]]> {
-    let p = COUNTS.load(Ordering::Acquire);
-    // SAFETY: when non-null, `p` is a mapping of COUNTS_LEN zero-initialised pairs that is never
-    // unmapped (see `map_counts`); atomics make shared access sound.
-    (!p.is_null()).then(|| unsafe { std::slice::from_raw_parts(p, COUNTS_LEN) })
-}
-
-fn add(generation: u32, bytes: i64, allocations: i64) {
-    if let Some(c) = counts() {
-        let pair = &c[generation as usize];
-        pair[0].fetch_add(bytes, Ordering::Relaxed);
-        pair[1].fetch_add(allocations, Ordering::Relaxed);
-    }
 }
 
 /// The generation an allocation made now, on this thread, belongs to.
@@ -170,11 +150,11 @@ fn record(p: *mut c_void, size: u64, old: Option<Entry>, from: usize) {
     let key = p as usize;
     let stacked = stack != 0 && STACK_OF.insert(key, u64::from(stack)).is_ok();
     let chained = chain.is_some_and(|c| CHAIN_OF.insert(key, c.pack()).is_ok());
-    match TABLE.insert(key, Entry { size, generation, stacked, chained }.pack()) {
+    match TABLE.insert_counted(key, Entry { size, generation, stacked, chained }) {
         Ok(None) => {}
-        // An address already recorded: its free was never seen. Its old entry is gone now.
+        // An address already recorded: its free was never seen. Its old entry is gone now, and
+        // off its generation's counts.
         Ok(Some(old)) => {
-            let old = Entry::unpack(old);
             if old.stacked && !stacked {
                 STACK_OF.remove(key);
             }
@@ -184,7 +164,6 @@ fn record(p: *mut c_void, size: u64, old: Option<Entry>, from: usize) {
             if old.size >= LARGE_BLOCK && size < LARGE_BLOCK {
                 LARGE_OF.remove(key);
             }
-            add(old.generation, -(old.size as i64), -1);
         }
         // The table could not grow: the record is marked broken and stops being exact.
         Err(()) => return,
@@ -193,13 +172,12 @@ fn record(p: *mut c_void, size: u64, old: Option<Entry>, from: usize) {
     if size >= LARGE_BLOCK {
         let _ = LARGE_OF.insert(key, size);
     }
-    add(generation, size as i64, 1);
 }
 
 /// Removes the record of the block at `p`, and returns it. `moved`: a realloc moved the block
 /// (it was not given back).
 fn forget(p: *mut c_void, moved: bool, size_if_unknown: impl FnOnce() -> u64) -> Option<Entry> {
-    match TABLE.remove(p as usize).map(Entry::unpack) {
+    match TABLE.remove_counted(p as usize) {
         Some(old) => {
             let stack = if old.stacked { STACK_OF.remove(p as usize).map(|s| s as u32) } else { None };
             if old.chained && !moved {
@@ -213,11 +191,10 @@ fn forget(p: *mut c_void, moved: bool, size_if_unknown: impl FnOnce() -> u64) ->
                 let made = old.generation.max(RUN_FROM.load(Ordering::Relaxed));
                 capture::note_free(old.size, stack, CURRENT.load(Ordering::Relaxed).saturating_sub(made));
             }
-            add(old.generation, -(old.size as i64), -1);
             Some(old)
         }
         None => {
-            add(BEFORE, -(size_if_unknown() as i64), -1);
+            add_counts(BEFORE, -(size_if_unknown() as i64), -1);
             None
         }
     }
@@ -291,24 +268,13 @@ pub(crate) enum InstallError {
     Mallctl(i32),
 }
 
-fn map_counts() -> Result<(), InstallError> {
-    if !COUNTS.load(Ordering::Acquire).is_null() {
-        return Ok(());
-    }
-    let bytes = COUNTS_LEN * std::mem::size_of::<[AtomicI64; 2]>();
-    // Zeroed pages are valid atomics.
-    let p = super::table::map_zeroed(bytes).map_err(InstallError::Map)?;
-    COUNTS.store(p.cast(), Ordering::Release);
-    Ok(())
-}
-
 /// A handle jemalloc returned for an installed hook (for `experimental.hooks.remove`).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Installed(usize);
 
 /// Installs the hooks. The caller makes sure this happens once per process.
 pub(crate) fn install() -> Result<Installed, InstallError> {
-    map_counts()?;
+    super::table::map_counts().map_err(InstallError::Map)?;
     super::table::guard_fork();
     let mut hooks = Hooks { alloc: on_alloc, dalloc: on_dalloc, expand: on_expand, extra: std::ptr::null_mut() };
     let mut handle: *mut c_void = std::ptr::null_mut();
@@ -357,10 +323,19 @@ pub(crate) fn c_malloc_is_recorded() -> bool {
 }
 
 /// Starts a new generation; returns its number (saturating at the largest a record can hold).
+/// The record's shards first move what they keep for the generations before it into the
+/// process's counts, so that an older generation's counts are read without their locks
+/// ([`live`]). Called between cycles, never by a hook.
 pub(crate) fn advance() -> u32 {
-    let max = super::table::MAX_GENERATION;
-    let previous = CURRENT.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |g| Some((g + 1).min(max)));
-    previous.map_or(max, |g| (g + 1).min(max))
+    loop {
+        let now = CURRENT.load(Ordering::Acquire);
+        let next = (now + 1).min(super::table::MAX_GENERATION);
+        TABLE.flush_to(next);
+        // Release: a reader that sees `next` sees the flushed counts.
+        if CURRENT.compare_exchange(now, next, Ordering::AcqRel, Ordering::Acquire).is_ok() {
+            return next;
+        }
+    }
 }
 
 /// The generation new allocations are charged to now.
@@ -370,15 +345,16 @@ pub(crate) fn current() -> u32 {
 
 /// Live `(bytes, allocations)` of `generation`.
 pub(crate) fn live(generation: u32) -> (i64, i64) {
-    counts().map_or((0, 0), |c| {
-        let pair = &c[generation.min(super::table::MAX_GENERATION) as usize];
-        (pair[0].load(Ordering::Relaxed), pair[1].load(Ordering::Relaxed))
-    })
+    if generation < CURRENT.load(Ordering::Acquire) {
+        super::table::live_before(generation)
+    } else {
+        TABLE.live(generation)
+    }
 }
 
 /// Adds to [`BEFORE`]'s counts (what existed when the hooks went in).
 pub(crate) fn add_before(bytes: i64, allocations: i64) {
-    add(BEFORE, bytes, allocations);
+    add_counts(BEFORE, bytes, allocations);
 }
 
 /// Runs `f` with this thread's allocations charged to [`RUNNER`].

@@ -23,7 +23,7 @@
 //!   unmapped at exit: hooks that run in atexit handlers or thread destructors find the table.
 
 use std::cell::UnsafeCell;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicPtr, AtomicU64, Ordering};
 
 /// Shards: independent tables, so threads on different shards never wait for each other.
 const SHARD_BITS: u32 = 6;
@@ -131,11 +131,23 @@ impl Chain {
     }
 }
 
-/// One shard's table: `1 << log2` slots at `slots` (null until the first insert).
+/// One shard's table: `1 << log2` slots at `slots` (null until the first insert), and what its
+/// records' changes owe the newest generation it has seen ([`Table::insert_counted`]).
 struct Inner {
     slots: *mut Slot,
     log2: u32,
     len: usize,
+    pending: Pending,
+}
+
+/// Bytes and allocations a shard owes `generation`'s live counts: kept under the shard's lock,
+/// which every record's change takes anyway, instead of two atomic additions to one cache line
+/// that every allocating thread writes.
+#[derive(Clone, Copy)]
+struct Pending {
+    generation: u32,
+    bytes: i64,
+    allocations: i64,
 }
 
 /// A cache line each, so that threads on two shards do not contend for one line.
@@ -160,8 +172,10 @@ pub(crate) struct Table {
 #[allow(clippy::declare_interior_mutable_const)] // the array initialiser of a static, one copy per shard
 const EMPTY_SHARD: Shard = Shard {
     locked: AtomicBool::new(false),
-    inner: UnsafeCell::new(Inner { slots: std::ptr::null_mut(), log2: 0, len: 0 }),
+    inner: UnsafeCell::new(Inner { slots: std::ptr::null_mut(), log2: 0, len: 0, pending: NO_PENDING }),
 };
+
+const NO_PENDING: Pending = Pending { generation: 0, bytes: 0, allocations: 0 };
 
 /// Every live allocation: address -> [`Entry::pack`].
 pub(crate) static TABLE: Table = Table::new();
@@ -293,13 +307,38 @@ impl Inner {
         self.len -= 1;
     }
 
+    /// Adds to `generation`'s live counts: kept in the shard when it is the newest generation the
+    /// shard has seen (a cycle's own allocations and frees), else added to the process's counts
+    /// (a free of an older block, the runner's bookkeeping). A newer generation first moves what
+    /// the shard kept for the one before into the process's counts.
+    fn charge(&mut self, generation: u32, bytes: i64, allocations: i64) {
+        let p = &mut self.pending;
+        if generation == p.generation {
+            p.bytes += bytes;
+            p.allocations += allocations;
+            return;
+        }
+        if generation < p.generation {
+            add_counts(generation, bytes, allocations);
+            return;
+        }
+        if p.bytes != 0 || p.allocations != 0 {
+            // Before the counts move: a reader that summed this shard's share and then reads the
+            // process's counts with the share in them sees the flush and reads again.
+            FLUSHES.fetch_add(1, Ordering::SeqCst);
+            add_counts(p.generation, p.bytes, p.allocations);
+        }
+        *p = Pending { generation, bytes, allocations };
+    }
+
     /// Rebuilds the table with `1 << log2` slots. False when `mmap` failed (the old table is kept).
     fn resize(&mut self, log2: u32, mapped: &AtomicU64) -> bool {
         let bytes = (1usize << log2) * std::mem::size_of::<Slot>();
         let Ok(fresh) = map_zeroed(bytes) else {
             return false;
         };
-        let old = std::mem::replace(self, Inner { slots: fresh.cast::<Slot>(), log2, len: 0 });
+        let pending = self.pending;
+        let old = std::mem::replace(self, Inner { slots: fresh.cast::<Slot>(), log2, len: 0, pending });
         mapped.fetch_add(bytes as u64, Ordering::Relaxed);
         if !old.slots.is_null() {
             for i in 0..=old.mask() {
@@ -378,6 +417,53 @@ pub(crate) fn map_zeroed(bytes: usize) -> Result<*mut libc::c_void, i32> {
     }
 }
 
+/// Live bytes and allocations per generation, less what the shards keep for their newest
+/// ([`Pending`]): `[bytes, allocations]` at index `generation`, in an anonymous mapping of
+/// address space for every possible generation (256 MiB reserved, 16 B per generation touched).
+static COUNTS: AtomicPtr<[AtomicI64; 2]> = AtomicPtr::new(std::ptr::null_mut());
+const COUNTS_LEN: usize = MAX_GENERATION as usize + 1;
+/// Moves of a shard's share into [`COUNTS`], so far: a reader that saw none while it read has
+/// counted every share once.
+static FLUSHES: AtomicU64 = AtomicU64::new(0);
+
+fn counts() -> Option<&'static [[AtomicI64; 2]]> {
+    let p = COUNTS.load(Ordering::Acquire);
+    // SAFETY: when non-null, `p` is a mapping of COUNTS_LEN zero-initialised pairs that is never
+    // unmapped (see `map_counts`); atomics make shared access sound.
+    (!p.is_null()).then(|| unsafe { std::slice::from_raw_parts(p, COUNTS_LEN) })
+}
+
+/// Maps the counts (once; before the hooks go in). The error is the OS's errno.
+pub(crate) fn map_counts() -> Result<(), i32> {
+    if !COUNTS.load(Ordering::Acquire).is_null() {
+        return Ok(());
+    }
+    let bytes = COUNTS_LEN * std::mem::size_of::<[AtomicI64; 2]>();
+    // Zeroed pages are valid atomics.
+    let p = map_zeroed(bytes)?;
+    COUNTS.store(p.cast(), Ordering::Release);
+    Ok(())
+}
+
+/// Adds to `generation`'s counts in the process's array (what no shard keeps).
+pub(crate) fn add_counts(generation: u32, bytes: i64, allocations: i64) {
+    if let Some(c) = counts() {
+        let pair = &c[generation.min(MAX_GENERATION) as usize];
+        // Release: a reader that sees a flush's counts here sees the flush counted first.
+        pair[0].fetch_add(bytes, Ordering::Release);
+        pair[1].fetch_add(allocations, Ordering::Release);
+    }
+}
+
+/// Live `(bytes, allocations)` of a generation older than the one every shard was last flushed
+/// to ([`Table::flush_to`]): no shard keeps any of it.
+pub(crate) fn live_before(generation: u32) -> (i64, i64) {
+    counts().map_or((0, 0), |c| {
+        let pair = &c[generation.min(MAX_GENERATION) as usize];
+        (pair[0].load(Ordering::Acquire), pair[1].load(Ordering::Acquire))
+    })
+}
+
 impl Table {
     #[allow(clippy::declare_interior_mutable_const)] // copied into each static's initialiser
     const fn new() -> Table {
@@ -418,6 +504,97 @@ impl Table {
             t.remove_at(i);
             Some(old)
         })
+    }
+
+    /// Records `entry` for `key`, as [`Table::insert`] does, and charges its size to its
+    /// generation's live counts (and takes the entry it replaced off its own), under the lock the
+    /// insert takes anyway. For the record of live allocations ([`TABLE`]).
+    pub(crate) fn insert_counted(&self, key: usize, entry: Entry) -> Result<Option<Entry>, ()> {
+        let h = hash(key);
+        self.shards[shard_of(h)].with(|t| {
+            let old = match t.find(key, h) {
+                Some(i) => {
+                    let old = Entry::unpack(t.get(i).value);
+                    t.set(i, Slot { key, value: entry.pack() });
+                    t.charge(old.generation, -(old.size as i64), -1);
+                    Some(old)
+                }
+                None => {
+                    let needs = if t.slots.is_null() { Some(MIN_SLOTS_LOG2) } else { None }
+                        .or_else(|| (4 * (t.len + 1) > 3 << t.log2).then_some(t.log2 + 1));
+                    if let Some(log2) = needs {
+                        if !t.resize(log2, &self.mapped_bytes) {
+                            self.broken.store(true, Ordering::Relaxed);
+                            return Err(());
+                        }
+                    }
+                    t.place(key, entry.pack());
+                    t.len += 1;
+                    None
+                }
+            };
+            t.charge(entry.generation, entry.size as i64, 1);
+            Ok(old)
+        })
+    }
+
+    /// Forgets `key`, as [`Table::remove`] does, and takes its size off its generation's live
+    /// counts, under the same lock.
+    pub(crate) fn remove_counted(&self, key: usize) -> Option<Entry> {
+        let h = hash(key);
+        self.shards[shard_of(h)].with(|t| {
+            let i = t.find(key, h)?;
+            let old = Entry::unpack(t.get(i).value);
+            t.remove_at(i);
+            t.charge(old.generation, -(old.size as i64), -1);
+            Some(old)
+        })
+    }
+
+    /// Moves what every shard keeps into the process's counts and makes `generation` the newest
+    /// each has seen: from then on a change to an older generation's counts goes straight to the
+    /// process's counts ([`live_before`]: exact without a shard's lock).
+    pub(crate) fn flush_to(&self, generation: u32) {
+        for shard in &self.shards {
+            shard.with(|t| {
+                let p = t.pending;
+                if p.generation < generation {
+                    if p.bytes != 0 || p.allocations != 0 {
+                        FLUSHES.fetch_add(1, Ordering::SeqCst);
+                        add_counts(p.generation, p.bytes, p.allocations);
+                    }
+                    t.pending = Pending { generation, bytes: 0, allocations: 0 };
+                }
+            });
+        }
+    }
+
+    /// Live `(bytes, allocations)` of `generation`: the process's counts and what each shard
+    /// keeps for it, read again while a shard moved its share meanwhile (rare: once per shard
+    /// and generation). A generation older than the one of the last [`Table::flush_to`] is in the
+    /// process's counts alone: [`live_before`].
+    pub(crate) fn live(&self, generation: u32) -> (i64, i64) {
+        let generation = generation.min(MAX_GENERATION);
+        loop {
+            let flushes = FLUSHES.load(Ordering::SeqCst);
+            let (mut bytes, mut allocations) = (0i64, 0i64);
+            for shard in &self.shards {
+                shard.with(|t| {
+                    if t.pending.generation == generation {
+                        bytes += t.pending.bytes;
+                        allocations += t.pending.allocations;
+                    }
+                });
+            }
+            if let Some(c) = counts() {
+                let pair = &c[generation as usize];
+                bytes += pair[0].load(Ordering::Acquire);
+                allocations += pair[1].load(Ordering::Acquire);
+            }
+            if FLUSHES.load(Ordering::SeqCst) == flushes {
+                return (bytes, allocations);
+            }
+        }
     }
 
     /// What is recorded for `key`.
@@ -619,6 +796,48 @@ mod tests {
         assert_eq!(t.mapped_bytes(), peak);
         assert_eq!(t.len(), keys.len());
         assert!(!t.broken());
+    }
+
+    /// Counts kept in the shards and moved to the process's as generations advance: a reader
+    /// never sees a share twice or not at all, and every generation ends at zero.
+    #[test]
+    fn counts_kept_in_the_shards_read_once_while_generations_advance() {
+        map_counts().unwrap();
+        let t = table();
+        // Generations no other test of this process uses.
+        const FROM: u32 = 1_000_000;
+        let now = AtomicU64::new(u64::from(FROM));
+        let done = AtomicBool::new(false);
+        const THREADS: usize = 4;
+        std::thread::scope(|s| {
+            for thread in 0..THREADS {
+                let (now, done) = (&now, &done);
+                s.spawn(move || {
+                    let mut i = 0usize;
+                    while !done.load(Ordering::Relaxed) {
+                        let generation = now.load(Ordering::Relaxed) as u32;
+                        let key = ((i * THREADS + thread) + 1) * 16;
+                        let e = Entry { size: 16, generation, stacked: false, chained: false };
+                        assert_eq!(t.insert_counted(key, e), Ok(None));
+                        assert_eq!(t.remove_counted(key), Some(e));
+                        i += 1;
+                    }
+                });
+            }
+            for _ in 0..2_000 {
+                let g = now.fetch_add(1, Ordering::Relaxed) as u32;
+                for back in 0..3 {
+                    let (bytes, allocations) = t.live(g.saturating_sub(back));
+                    // Each thread holds at most one block of 16 B at a time.
+                    assert!((0..=16 * THREADS as i64).contains(&bytes), "generation {g}: {bytes} B");
+                    assert!((0..=THREADS as i64).contains(&allocations), "generation {g}: {allocations}");
+                }
+            }
+            done.store(true, Ordering::Relaxed);
+        });
+        let last = now.load(Ordering::Relaxed) as u32;
+        assert!((FROM..=last).all(|g| t.live(g) == (0, 0)));
+        assert_eq!(t.len(), 0);
     }
 
     #[test]
