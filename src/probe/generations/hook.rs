@@ -44,7 +44,7 @@ pub(crate) const BEFORE: u32 = 0;
 pub(crate) const RUNNER: u32 = 1;
 /// The first generation [`advance`] hands out; everything after installation and before it
 /// belongs to it.
-pub(crate) const FIRST: u32 = 2;
+pub(crate) const FIRST: u32 = super::table::FIRST;
 
 /// The generation new allocations are charged to.
 static CURRENT: AtomicU32 = AtomicU32::new(FIRST);

@@ -175,7 +175,13 @@ const EMPTY_SHARD: Shard = Shard {
     inner: UnsafeCell::new(Inner { slots: std::ptr::null_mut(), log2: 0, len: 0, pending: NO_PENDING }),
 };
 
-const NO_PENDING: Pending = Pending { generation: 0, bytes: 0, allocations: 0 };
+/// Before the first [`Table::flush_to`], a shard keeps counts for the first generation and later
+/// ones only, so that no shard ever keeps any of a generation older than the current one (the
+/// hooks' own two: what was there before them, the runner's bookkeeping).
+const NO_PENDING: Pending = Pending { generation: FIRST, bytes: 0, allocations: 0 };
+
+/// The first generation the hooks hand out (the current one when they go in).
+pub(crate) const FIRST: u32 = 2;
 
 /// Every live allocation: address -> [`Entry::pack`].
 pub(crate) static TABLE: Table = Table::new();
