@@ -276,6 +276,14 @@ impl Inner {
         }
     }
 
+    /// Removes `key` (hash `h`) and returns its value, if present.
+    fn take(&mut self, key: usize, h: u64) -> Option<u64> {
+        let i = self.find(key, h)?;
+        let old = self.get(i).value;
+        self.remove_at(i);
+        Some(old)
+    }
+
     /// Puts `key` in the first free slot of its probe sequence (the key is known to be absent
     /// and the table to have room).
     fn place(&mut self, key: usize, value: u64) {
@@ -481,35 +489,33 @@ impl Table {
     /// could not grow (it is then marked broken).
     pub(crate) fn insert(&self, key: usize, value: u64) -> Result<Option<u64>, ()> {
         let h = hash(key);
-        self.shards[shard_of(h)].with(|t| {
-            if let Some(i) = t.find(key, h) {
-                let old = t.get(i).value;
-                t.set(i, Slot { key, value });
-                return Ok(Some(old));
-            }
-            let needs = if t.slots.is_null() { Some(MIN_SLOTS_LOG2) } else { None }
-                .or_else(|| (4 * (t.len + 1) > 3 << t.log2).then_some(t.log2 + 1));
-            if let Some(log2) = needs {
-                if !t.resize(log2, &self.mapped_bytes) {
-                    self.broken.store(true, Ordering::Relaxed);
-                    return Err(());
-                }
-            }
-            t.place(key, value);
-            t.len += 1;
-            Ok(None)
-        })
+        self.shards[shard_of(h)].with(|t| self.put(t, key, h, value))
     }
 
     /// Forgets `key`; returns what was recorded for it, if anything.
     pub(crate) fn remove(&self, key: usize) -> Option<u64> {
         let h = hash(key);
-        self.shards[shard_of(h)].with(|t| {
-            let i = t.find(key, h)?;
+        self.shards[shard_of(h)].with(|t| t.take(key, h))
+    }
+
+    /// [`Table::insert`] in shard `t`, its lock held (`h`: the key's hash).
+    fn put(&self, t: &mut Inner, key: usize, h: u64, value: u64) -> Result<Option<u64>, ()> {
+        if let Some(i) = t.find(key, h) {
             let old = t.get(i).value;
-            t.remove_at(i);
-            Some(old)
-        })
+            t.set(i, Slot { key, value });
+            return Ok(Some(old));
+        }
+        let needs = if t.slots.is_null() { Some(MIN_SLOTS_LOG2) } else { None }
+            .or_else(|| (4 * (t.len + 1) > 3 << t.log2).then_some(t.log2 + 1));
+        if let Some(log2) = needs {
+            if !t.resize(log2, &self.mapped_bytes) {
+                self.broken.store(true, Ordering::Relaxed);
+                return Err(());
+            }
+        }
+        t.place(key, value);
+        t.len += 1;
+        Ok(None)
     }
 
     /// Records `entry` for `key`, as [`Table::insert`] does, and charges its size to its
@@ -518,27 +524,10 @@ impl Table {
     pub(crate) fn insert_counted(&self, key: usize, entry: Entry) -> Result<Option<Entry>, ()> {
         let h = hash(key);
         self.shards[shard_of(h)].with(|t| {
-            let old = match t.find(key, h) {
-                Some(i) => {
-                    let old = Entry::unpack(t.get(i).value);
-                    t.set(i, Slot { key, value: entry.pack() });
-                    t.charge(old.generation, -(old.size as i64), -1);
-                    Some(old)
-                }
-                None => {
-                    let needs = if t.slots.is_null() { Some(MIN_SLOTS_LOG2) } else { None }
-                        .or_else(|| (4 * (t.len + 1) > 3 << t.log2).then_some(t.log2 + 1));
-                    if let Some(log2) = needs {
-                        if !t.resize(log2, &self.mapped_bytes) {
-                            self.broken.store(true, Ordering::Relaxed);
-                            return Err(());
-                        }
-                    }
-                    t.place(key, entry.pack());
-                    t.len += 1;
-                    None
-                }
-            };
+            let old = self.put(t, key, h, entry.pack())?.map(Entry::unpack);
+            if let Some(o) = old {
+                t.charge(o.generation, -(o.size as i64), -1);
+            }
             t.charge(entry.generation, entry.size as i64, 1);
             Ok(old)
         })
@@ -549,9 +538,7 @@ impl Table {
     pub(crate) fn remove_counted(&self, key: usize) -> Option<Entry> {
         let h = hash(key);
         self.shards[shard_of(h)].with(|t| {
-            let i = t.find(key, h)?;
-            let old = Entry::unpack(t.get(i).value);
-            t.remove_at(i);
+            let old = Entry::unpack(t.take(key, h)?);
             t.charge(old.generation, -(old.size as i64), -1);
             Some(old)
         })
