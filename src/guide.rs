@@ -145,7 +145,8 @@
 //! # 3. One call in `cargo test`
 //!
 //! [`check`](crate::check) judges a store as `leakcheck check` does: the store's default fault
-//! plan (or `.faults(..)`), 200 cycles, going on past `.cycles(n)` while the memory verdict is
+//! plan (or `.faults(..)`), 200 cycles (stopping clean at 100 when nothing is in question, unless
+//! `.cycles(n)` is given), going on past `.cycles(n)` while the memory verdict is
 //! inconclusive, up to `.max_cycles(m)` (four times the cycles by default). `assert_clean` fails
 //! with the verdict table, and in it the ledger's table of retained handles (kind, count,
 //! creating line, owner); `.report(dir)` also writes the report directory.

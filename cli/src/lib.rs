@@ -47,8 +47,12 @@ use leakcheck::Depth;
 #[non_exhaustive]
 pub struct RunArgs {
     /// Cycles to run (with `duration`: at most this many). Default: [`DEFAULT_CHECK_CYCLES`](leakcheck::runner::DEFAULT_CHECK_CYCLES)
-    /// for `check`; a soak needs this or `duration`.
-    #[arg(long, help = "Cycles to run (with --duration: at most this many)")]
+    /// for `check`, which then stops clean at [`EARLY_LOOK_CYCLES`](leakcheck::runner::EARLY_LOOK_CYCLES)
+    /// when nothing is in question; a soak needs this or `duration`.
+    #[arg(
+        long,
+        help = "Cycles to run (with --duration: at most this many); check's default: 200, stopping clean at 100 when nothing is in question"
+    )]
     pub cycles: Option<u64>,
     /// Run for this long.
     #[arg(long, value_parser = parse_duration, help = "Run for this long (for example 90s, 30m, 8h, 1h30m)")]

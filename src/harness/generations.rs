@@ -282,6 +282,7 @@ impl RunGenerations {
         } else {
             // The judged cycles hold nothing: no site, and so none with old residue.
             r.old_sites = Some(0);
+            r.late_old_sites = Some(0);
             self.unexplained.clear();
         }
         if r.leaks() && self.leak_look.is_none() {

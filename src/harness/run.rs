@@ -294,9 +294,10 @@ impl<'a> Run<'a> {
         let sampled = cycle.is_multiple_of(cfg.sample_every.max(1)).then(|| self.sample(store, cycle, &record));
         self.cycles_run += 1;
         let look = cfg.look_after(&self.judged_cfg, cycle + 1);
+        let early = look.is_none() && cfg.decide_after.is_some() && cfg.early_look == Some(cycle + 1);
         let warmup = self.judged_cfg.warmup_cycles as u64;
         // The record at its own looks and at the counter's: what the judged cycles hold, by age.
-        let record_look = look.is_some() || record_look_due(cycle + 1, warmup);
+        let record_look = look.is_some() || early || record_look_due(cycle + 1, warmup);
         if record_look {
             let reported = sampled.as_ref().map_or_else(|| store.rocksdb_memory(), |s| s.sample.rocksdb);
             self.look_at_the_record(reported.as_ref(), false);
@@ -307,6 +308,7 @@ impl<'a> Run<'a> {
             // The verdict it replaces is dropped inside the bookkeeping too.
             self.c.bk.track(|| self.judged = Some(v));
         }
+        let early_clean = early && self.early_look_is_clean();
         // Asked only while its answer is used: to stop, or until the first leak is known.
         let exact_leak =
             (cfg.stop_on_exact_leak || self.first_leak_cycle.is_none()).then(|| self.analysis.exact_leak()).flatten();
@@ -322,7 +324,7 @@ impl<'a> Run<'a> {
             sample: sampled.as_ref(),
             samples: self.samples.kept(),
             analysis: &self.analysis,
-            judged: self.judged.as_ref().filter(|_| look.is_some()),
+            judged: self.judged.as_ref().filter(|_| look.is_some() || early_clean),
             first_leak_cycle: self.first_leak_cycle,
             retained: self.retained.as_ref().filter(|_| record_look),
         };
@@ -330,7 +332,8 @@ impl<'a> Run<'a> {
         // the run as an exact signal's leak does, not with --all-cycles or --profile), or a look's
         // verdict, the record's joined to the counter's, that is a leak or clean.
         let decided = cfg.decide_after.is_some()
-            && ((record_leak && cfg.stop_on_exact_leak)
+            && (early_clean
+                || (record_leak && cfg.stop_on_exact_leak)
                 || look.is_some()
                     && self.judged.as_ref().is_some_and(|v| matches!(v.verdict, Verdict::Leak | Verdict::Clean)));
         // The observer is the caller's monitoring (the runner's progress and reports), not the
@@ -360,6 +363,26 @@ impl<'a> Run<'a> {
         } else {
             ControlFlow::Continue(())
         }
+    }
+
+    /// `check`'s early look ([`HarnessConfig::early_look`]): judged as the first look is, the record
+    /// joined, and kept as the run's verdict only when it is clean with nothing in question.
+    fn early_look_is_clean(&mut self) -> bool {
+        let warmup = self.judged_cfg.warmup_cycles as u64;
+        let (analysis, gens, retained) = (&self.analysis, &self.c.gens, self.retained.as_ref());
+        let quiet_record = retained.is_some_and(crate::verdict::Retained::nothing_old_late);
+        if !quiet_record || analysis.count_rose().is_some() {
+            return false;
+        }
+        let v = self.c.bk.track(|| with_the_record(analysis.judge(Look::interim(1)), analysis, gens, retained, warmup));
+        let clean = v.verdict == Verdict::Clean;
+        // A verdict not kept is dropped inside the bookkeeping, as one replaced is.
+        self.c.bk.track(|| {
+            if clean {
+                self.judged = Some(v);
+            }
+        });
+        clean
     }
 
     /// Reads and judges the record now ([`RunGenerations::look`](super::generations::RunGenerations::look)),

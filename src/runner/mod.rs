@@ -35,5 +35,5 @@ pub use drive::run;
 pub use outcome::{exit_code, RunError, RunOutcome};
 pub use settings::{
     Annotations, Mode, RunOptions, StoreEnv, DEFAULT_CHECK_CYCLES, DEFAULT_MAX_CYCLES_FACTOR, DEFAULT_REPORT_EVERY,
-    DEFAULT_SEED, DEFAULT_SUPPRESSIONS, MIN_CYCLES,
+    DEFAULT_SEED, DEFAULT_SUPPRESSIONS, EARLY_LOOK_CYCLES, MIN_CYCLES,
 };

@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use super::outcome::invalid;
 use super::{
-    Mode, RunError, RunOptions, DEFAULT_CHECK_CYCLES, DEFAULT_MAX_CYCLES_FACTOR, DEFAULT_SUPPRESSIONS, MIN_CYCLES,
+    Mode, RunError, RunOptions, DEFAULT_CHECK_CYCLES, DEFAULT_MAX_CYCLES_FACTOR, DEFAULT_SUPPRESSIONS,
+    EARLY_LOOK_CYCLES, MIN_CYCLES,
 };
 use crate::fault::{FaultPlan, FaultPlanError, FAULTS_ENV};
 use crate::harness::Lifecycle;
@@ -158,6 +159,13 @@ pub(super) fn harness_config(opts: &RunOptions, plan: &Plan, faults: FaultPlan) 
     let mut hc = HarnessConfig {
         cycles: plan.max_cycles.unwrap_or(plan.cycles),
         decide_after: (!soak).then_some(plan.cycles),
+        // Only where the cycles are check's default, and every cycle is not asked for.
+        early_look: (!soak
+            && opts.cycles.is_none()
+            && opts.duration.is_none()
+            && !opts.all_cycles
+            && opts.profile.is_none())
+        .then_some(EARLY_LOOK_CYCLES),
         // With --profile the stacks of the growth need the cycles past the warm-up: run them all.
         stop_on_exact_leak: !soak && !opts.all_cycles && opts.profile.is_none(),
         plan: faults,

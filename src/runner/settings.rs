@@ -70,6 +70,11 @@ pub const DEFAULT_SUPPRESSIONS: &str = "leakcheck.toml";
 
 /// Cycles `check` runs when none are asked for.
 pub const DEFAULT_CHECK_CYCLES: u64 = 200;
+/// `check` asked for no cycles looks first at this many: it stops there clean when nothing is in
+/// question, and else runs [`DEFAULT_CHECK_CYCLES`] as if it had not looked
+/// ([`crate::harness::HarnessConfig::early_look`]). A check asked for its cycles (`--cycles`)
+/// looks first at them.
+pub const EARLY_LOOK_CYCLES: u64 = DEFAULT_CHECK_CYCLES / 2;
 /// `check` goes on while the memory verdict is inconclusive up to this many times its cycles,
 /// unless told otherwise (`--max-cycles`).
 pub const DEFAULT_MAX_CYCLES_FACTOR: u64 = 4;
@@ -88,7 +93,8 @@ pub struct RunOptions {
     /// `check` or `soak` (on the command line, the subcommand).
     pub mode: Mode,
     /// Cycles to run (with `duration`: at most this many). Default: [`DEFAULT_CHECK_CYCLES`]
-    /// for `check`; a soak needs this or `duration`.
+    /// for `check`, which then stops clean at [`EARLY_LOOK_CYCLES`] when nothing is in question;
+    /// a soak needs this or `duration`.
     pub cycles: Option<u64>,
     /// Run for this long.
     pub duration: Option<Duration>,

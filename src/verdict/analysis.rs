@@ -445,6 +445,30 @@ impl Analysis {
         }
     }
 
+    /// The first judged count of OS resources (descriptors, maps, threads) whose later half of
+    /// the judged cycles stayed above its first half ([`Floors::later_half_rose`]): one descriptor
+    /// kept anywhere in them does that. What `check`'s early look asks is none
+    /// ([`crate::harness::HarnessConfig::early_look`]). The byte signals are not asked: the
+    /// record of allocations is exact where they are not, and they move once as a store's state
+    /// settles.
+    pub(crate) fn count_rose(&self) -> Option<Signal> {
+        let counts = |s: Signal| {
+            matches!(
+                s,
+                Signal::OpenFds
+                    | Signal::OpenFdsOutsideDir
+                    | Signal::Maps
+                    | Signal::FileMaps
+                    | Signal::FileMapsOutsideDir
+                    | Signal::Threads
+            )
+        };
+        self.series
+            .iter()
+            .find(|(s, f)| counts(**s) && !self.informational(**s) && f.later_half_rose())
+            .map(|(s, _)| *s)
+    }
+
     /// Whether a statistical signal is only shown: a net or narrower signal is judged instead.
     fn informational(&self, signal: Signal) -> bool {
         let has = |s: Signal| self.series.contains_key(&s);

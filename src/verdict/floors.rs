@@ -109,6 +109,21 @@ impl Floors {
         self.full.iter().chain(open.iter()).filter(|f| (from..=to).contains(&f.cycle)).map(|f| f.value).reduce(f64::min)
     }
 
+    /// Whether the later half of the samples stays above the first: the lowest value pushed in
+    /// the later half of the cycles is higher than the lowest in the first (to the kept
+    /// resolution). What a leak does that went on while the samples were taken, whatever its
+    /// size: each loss raises every later floor. False with fewer than two samples.
+    pub(crate) fn later_half_rose(&self) -> bool {
+        let Some((first, last)) = self.span() else {
+            return false;
+        };
+        let mid = first + (last - first).div_ceil(2);
+        match (self.lowest_between(first, mid.saturating_sub(1)), self.lowest_between(mid, last)) {
+            (Some(early), Some(late)) if mid > first => late > early,
+            _ => false,
+        }
+    }
+
     /// The block size the analysis uses: up to `preferred` samples, smaller while that would
     /// leave fewer than `min_floors` floors (a short or sparsely sampled run).
     pub(crate) fn analysis_block(&self, preferred: usize, min_floors: u64) -> usize {
@@ -123,6 +138,27 @@ impl Floors {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_later_half_rose_only_when_its_lowest_sample_is_above_the_first_halfs() {
+        let floors = |values: &[f64]| {
+            let mut f = Floors::default();
+            for (c, &v) in values.iter().enumerate() {
+                f.push(c as u64 + 20, v);
+            }
+            f
+        };
+        // Flat, a transient rise, a fall: nothing kept.
+        assert!(!floors(&[5.0; 8]).later_half_rose());
+        assert!(!floors(&[5.0, 5.0, 9.0, 5.0, 5.0, 9.0, 5.0, 5.0]).later_half_rose());
+        assert!(!floors(&[5.0, 6.0, 7.0, 8.0, 4.0, 4.0, 4.0, 4.0]).later_half_rose());
+        // One descriptor kept in the first half, and a staircase: the later half stays above.
+        assert!(floors(&[5.0, 5.0, 6.0, 6.0, 6.0, 6.0, 6.0, 6.0]).later_half_rose());
+        assert!(floors(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0]).later_half_rose());
+        // Too few samples to have halves.
+        assert!(!floors(&[5.0]).later_half_rose());
+        assert!(!floors(&[]).later_half_rose());
+    }
 
     #[test]
     fn floors_keep_the_lowest_sample_of_each_block() {

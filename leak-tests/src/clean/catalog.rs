@@ -129,7 +129,8 @@ fn checked<L: Lifecycle>(
     ledger: &Ledger,
     cfg: &HarnessConfig,
 ) -> std::result::Result<HarnessReport, HarnessError> {
-    Harness::new(HarnessConfig { decide_after: Some(CHECK_CYCLES), ..cfg.clone() }).run(store, ledger)
+    let cfg = HarnessConfig { decide_after: Some(CHECK_CYCLES), early_look: Some(EARLY_LOOK_CYCLES), ..cfg.clone() };
+    Harness::new(cfg).run(store, ledger)
 }
 
 /// What one run of a catalog store showed.

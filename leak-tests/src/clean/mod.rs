@@ -4,8 +4,8 @@
 //! say "clean" about a correct store is no CI gate.
 //!
 //! None of these stores was used to tune the detector's thresholds. Each runs under a fault plan
-//! of its own, with the settings `leakcheck check` uses (200 cycles, going on while the memory
-//! verdict is inconclusive, up to 800). Process-wide signals need one store per process:
+//! of its own, with the settings `leakcheck check` uses (its early look at 100 cycles, 200
+//! cycles, going on while the memory verdict is inconclusive, up to 800). Process-wide signals need one store per process:
 //! `leakcheck mutants` and the detection matrix spawn a process per store and seed, each calling
 //! [`run_clean`].
 
@@ -43,7 +43,7 @@ use std::time::{Duration, Instant};
 use rocksdb::{Direction, IteratorMode, MultiThreaded, SingleThreaded};
 use serde::{Deserialize, Serialize};
 
-use crate::check_settings::{CHECK_CYCLES, CHECK_MAX_CYCLES, DEFAULT_CHECK_PLAN};
+use crate::check_settings::{CHECK_CYCLES, CHECK_MAX_CYCLES, DEFAULT_CHECK_PLAN, EARLY_LOOK_CYCLES};
 use crate::reference::{ReferenceConfig, ReferenceStore};
 use leakcheck::fault::{FaultAction, FaultPlan, InjectedPanic};
 use leakcheck::harness::{CycleCtx, Harness, HarnessConfig, HarnessError, HarnessReport, Lifecycle};

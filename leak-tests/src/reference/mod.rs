@@ -76,8 +76,9 @@ const KIB_LEAK_BYTES: usize = 1024;
 const POOL_BUFFER_BYTES: usize = 1280;
 /// Buffers in that pool (more than `check` runs cycles).
 const POOL_BUFFERS: usize = 4096;
-/// The first cycle that the leak-begins-late variant leaks in.
-pub const LATE_LEAK_FROM: u64 = 150;
+/// The first cycle that the leak-begins-late variant leaks in: the last quarter of the cycles
+/// before `check`'s early look.
+pub const LATE_LEAK_FROM: u64 = leakcheck::runner::EARLY_LOOK_CYCLES * 3 / 4;
 
 /// splitmix64: the planted variants' deterministic choices of cycles.
 fn mix(mut z: u64) -> u64 {
@@ -196,7 +197,7 @@ pub enum Variant {
     /// goes on.
     LeakBesideGiveBack,
     /// 1 KiB kept per cycle from cycle [`LATE_LEAK_FROM`] on: a leak that begins in the last
-    /// quarter of a 200-cycle check.
+    /// quarter of the cycles before check's early look.
     LeakBeginsLate,
     /// A list of records kept for the life of the store, 1 KiB appended each cycle: a container
     /// whose buffer doubles now and then (a realloc to twice the size, the old buffer freed).

@@ -94,6 +94,12 @@ pub struct Retained {
     /// written before it was counted.
     #[serde(default)]
     pub old_sites: Option<u64>,
+    /// Of them, stacked sites holding old residue from a cycle of the later half of their old
+    /// cycles (residue without a stack is not judged). `Some(0)`: a leak recurring at a stack
+    /// that gives nothing back would have left some there, and [`Retained::rate_ruled_out`] says
+    /// at what rate. `None` in a report written before it was counted.
+    #[serde(default)]
+    pub late_old_sites: Option<u64>,
     /// The look whose record this is: the cycles run when it was read.
     #[serde(default)]
     pub cycles_run: u64,
@@ -118,6 +124,13 @@ impl RetainedSite {
     /// without a stack has no window, and holds old residue whenever it holds any.
     fn holds_old_residue(&self) -> bool {
         self.suppressed.is_none() && self.bytes > 0 && (!self.stacked || self.facts.is_some_and(|f| f.old_holds > 0))
+    }
+
+    /// Whether a stacked site holds old residue from a cycle of the later half of its old cycles.
+    /// Residue without a stack is not judged, here as by the rule: a leak's later allocations
+    /// carry its stack (the record boosts a class that leaves blocks behind).
+    fn holds_late_old_residue(&self) -> bool {
+        self.stacked && self.holds_old_residue() && self.facts.is_some_and(|f| f.late_holds > 0)
     }
 }
 
@@ -416,6 +429,7 @@ impl Retained {
             recurring_bytes: 0,
             open_sites: 0,
             old_sites: None,
+            late_old_sites: None,
             cycles_run: to + 2,
             after_let_go: false,
         }
@@ -441,6 +455,7 @@ impl Retained {
         self.recurring_bytes = recurring.map(|s| s.bytes).sum();
         self.open_sites = all.iter().filter(|s| s.open()).count() as u64;
         self.old_sites = Some(all.iter().filter(|s| s.holds_old_residue()).count() as u64);
+        self.late_old_sites = Some(all.iter().filter(|s| s.holds_late_old_residue()).count() as u64);
         all.truncate(MAX_SITES);
         self.sites = all;
         self
@@ -464,20 +479,27 @@ impl Retained {
     ///
     /// When no site holds old residue at all ([`Retained::old_sites`] is 0), such a leak would
     /// have left some in any judged cycle it fired in, and the rate is the one that fires in at
-    /// least one of them with that power, if lower.
+    /// least one of them with that power, if lower; when none holds any from the later half
+    /// ([`Retained::late_old_sites`] is 0), the same over the later half's cycles.
     pub fn rate_ruled_out(&self) -> Option<f64> {
         let by_late_half = age::rate_ruled_out(age::late_cycles(self.span()));
         let by_none_old =
             (self.nothing_old() && self.cycles() >= EARLY_JUDGED_CYCLES).then(|| age::rate_firing_in(self.cycles(), 1));
-        match (by_late_half, by_none_old) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        let late = age::late_cycles(self.span());
+        let by_none_late_old =
+            (self.nothing_old_late() && late >= EARLY_JUDGED_CYCLES).then(|| age::rate_firing_in(late, 1));
+        [by_late_half, by_none_old, by_none_late_old].into_iter().flatten().reduce(f64::min)
     }
 
     /// Whether no site holds residue older than twice its window, in any judged cycle.
     fn nothing_old(&self) -> bool {
         self.old_sites == Some(0) && !self.leaks() && !self.open()
+    }
+
+    /// Whether no site holds old residue from a cycle of the later half, and no question is open:
+    /// what `check`'s early look asks of the record ([`crate::harness::HarnessConfig::early_look`]).
+    pub(crate) fn nothing_old_late(&self) -> bool {
+        self.late_old_sites == Some(0) && !self.leaks() && !self.open()
     }
 
     /// The judged cycles.

@@ -270,3 +270,31 @@ fn a_record_holding_nothing_old_is_clean_after_three_judged_cycles() {
     let (p, late_half) = (r.rate_ruled_out().expect("a rate"), age::rate_ruled_out(age::late_cycles(r.span())));
     assert!(p < late_half.expect("27 judged cycles rule out something") / 2.0, "{p} {late_half:?}");
 }
+
+#[test]
+fn check_s_early_look_asks_for_no_old_residue_in_the_later_half() {
+    // Kept once in the first half (a stack that never gives back), nothing after: the later half
+    // holds nothing old, and a leak at such a stack would have fired in one of its 40 cycles.
+    let early = vec![held(30, 1024, Some(9))];
+    let r = retained(20, 98, &early, Record::new().sites(&early, span(20, 98)));
+    assert_eq!(verdict(r.clone()).verdict, Verdict::Clean);
+    assert_eq!((r.old_sites, r.late_old_sites), (Some(1), Some(0)));
+    assert!(r.nothing_old_late());
+    let late = age::late_cycles(r.span());
+    assert_eq!(late, 40);
+    let p = r.rate_ruled_out().expect("a rate ruled out");
+    assert!((p - age::rate_firing_in(late, 1)).abs() < 1e-9, "{p}");
+    assert!(p < age::rate_ruled_out(late).expect("40 late cycles rule something out"));
+    // The same residue kept in the later half: in question.
+    let kept_late = vec![held(70, 1024, Some(9))];
+    let r = retained(20, 98, &kept_late, Record::new().sites(&kept_late, span(20, 98)));
+    assert_eq!(verdict(r.clone()).verdict, Verdict::Clean);
+    assert_eq!(r.late_old_sites, Some(1));
+    assert!(!r.nothing_old_late());
+    // Residue without a stack is not judged, here as by the rule (a leak's later allocations
+    // carry its stack), wherever it is.
+    let unstacked = vec![held(70, 64, None)];
+    let r = retained(20, 98, &unstacked, Record::new().sites(&unstacked, span(20, 98)));
+    assert_eq!((r.old_sites, r.late_old_sites), (Some(1), Some(0)));
+    assert!(r.nothing_old_late());
+}

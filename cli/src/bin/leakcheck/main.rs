@@ -61,8 +61,9 @@ enum Command {
         /// Cycles per variant.
         #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(30..))]
         cycles: u64,
-        /// Seeded runs per store of the clean catalog (each as `check` runs: 200 cycles, more
-        /// while inconclusive); 0 skips the clean catalog.
+        /// Seeded runs per store of the clean catalog (each as `check` runs: clean at 100 cycles
+        /// when nothing is in question, else 200, more while inconclusive); 0 skips the clean
+        /// catalog.
         #[arg(long, default_value_t = 3)]
         clean_seeds: u64,
         /// Print JSON: one object per variant.
