@@ -193,3 +193,33 @@ pub(super) fn harness_config(opts: &RunOptions, plan: &Plan, faults: FaultPlan) 
 fn handle_quiet_of(opts: &RunOptions) -> Duration {
     opts.handle_quiet.unwrap_or(crate::harness::DEFAULT_HANDLE_QUIET)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The early look is check's at its default cycles only: asked for cycles, a duration, every
+    /// cycle or a heap profile, or a soak, it looks first where asked.
+    #[test]
+    fn check_looks_early_only_at_its_default_cycles() {
+        let early = |opts: &RunOptions| {
+            let plan = validate(opts).expect("valid options");
+            harness_config(opts, &plan, FaultPlan::none()).early_look
+        };
+        let check = RunOptions::new(Mode::Check);
+        assert_eq!(early(&check), Some(EARLY_LOOK_CYCLES));
+        let mut asked = check.clone();
+        asked.cycles = Some(DEFAULT_CHECK_CYCLES);
+        assert_eq!(early(&asked), None);
+        let mut for_a_while = check.clone();
+        for_a_while.duration = Some(Duration::from_secs(60));
+        assert_eq!(early(&for_a_while), None);
+        let mut every = check.clone();
+        every.all_cycles = true;
+        assert_eq!(early(&every), None);
+        let mut soak = RunOptions::new(Mode::Soak);
+        soak.cycles = Some(1_000);
+        soak.report = Some(std::env::temp_dir().join("leakcheck-plan-test-never-written"));
+        assert_eq!(early(&soak), None);
+    }
+}
