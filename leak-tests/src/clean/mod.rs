@@ -5,9 +5,9 @@
 //!
 //! None of these stores was used to tune the detector's thresholds. Each runs under a fault plan
 //! of its own, with the settings `leakcheck check` uses (its early look at 100 cycles, 200
-//! cycles, going on while the memory verdict is inconclusive, up to 800). Process-wide signals need one store per process:
-//! `leakcheck mutants` and the detection matrix spawn a process per store and seed, each calling
-//! [`run_clean`].
+//! cycles, going on while the memory verdict is inconclusive, up to 800). Process-wide signals
+//! need one store per process: `leakcheck mutants` and the detection matrix spawn a process per
+//! store and seed, each calling [`run_clean`].
 
 mod async_close;
 mod catalog;
