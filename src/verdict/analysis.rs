@@ -452,17 +452,8 @@ impl Analysis {
     /// record of allocations is exact where they are not, and they move once as a store's state
     /// settles.
     pub(crate) fn count_rose(&self) -> Option<Signal> {
-        let counts = |s: Signal| {
-            matches!(
-                s,
-                Signal::OpenFds
-                    | Signal::OpenFdsOutsideDir
-                    | Signal::Maps
-                    | Signal::FileMaps
-                    | Signal::FileMapsOutsideDir
-                    | Signal::Threads
-            )
-        };
+        // The signals whose growth rule counts (its `counts`), whatever the look.
+        let counts = |s: Signal| self.rule(s, Look::interim(1)).0.counts;
         self.series
             .iter()
             .find(|(s, f)| counts(**s) && !self.informational(**s) && f.later_half_rose())

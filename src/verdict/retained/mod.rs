@@ -482,10 +482,10 @@ impl Retained {
     /// least one of them with that power, if lower; when none holds any from the later half
     /// ([`Retained::late_old_sites`] is 0), the same over the later half's cycles.
     pub fn rate_ruled_out(&self) -> Option<f64> {
-        let by_late_half = age::rate_ruled_out(age::late_cycles(self.span()));
+        let late = age::late_cycles(self.span());
+        let by_late_half = age::rate_ruled_out(late);
         let by_none_old =
             (self.nothing_old() && self.cycles() >= EARLY_JUDGED_CYCLES).then(|| age::rate_firing_in(self.cycles(), 1));
-        let late = age::late_cycles(self.span());
         let by_none_late_old =
             (self.nothing_old_late() && late >= EARLY_JUDGED_CYCLES).then(|| age::rate_firing_in(late, 1));
         [by_late_half, by_none_old, by_none_late_old].into_iter().flatten().reduce(f64::min)
