@@ -76,6 +76,10 @@ pub(crate) struct RunGenerations {
     /// Another run in this process started generations while this one ran (generations are
     /// process-wide): this run's figures are not its own alone.
     interleaved: bool,
+    /// The last cycle-start read found judged cycles older than the two before it still holding
+    /// something: the next reads them again (their survivors can only go, so once none is left
+    /// only the two youngest need a count).
+    old_held: bool,
     /// The first cycle whose leftovers have their sizes watched (stacks taken for later
     /// allocations of those sizes).
     watch_from: u64,
@@ -110,6 +114,14 @@ const BOOST_BUDGET: u32 = 4096;
 /// Cycles a boost lasts unless renewed.
 const BOOST_CYCLES: u32 = 16;
 
+/// Whether a block without a stack, `age` generations old at a cycle's start, boosts its class
+/// now: when it has just outlived the next cycle and the oldest age at which its class gave a
+/// block back (`class_turnover`). Once per block and window, not at every later cycle: a block
+/// the store keeps to the end boosts its class once, as a leak's blocks do one after another.
+fn boost_due(age: u32, class_turnover: Option<u32>) -> bool {
+    age == class_turnover.map_or(2, |window| window.saturating_add(1).max(2))
+}
+
 impl RunGenerations {
     /// Installs the hooks when `wanted` (once per process) and starts the set-up's generation.
     /// Stacks are taken for the sizes that cycles `watch_from..` leave behind.
@@ -131,6 +143,7 @@ impl RunGenerations {
             setup,
             cycles: 0,
             interleaved: false,
+            old_held: false,
             watch_from,
             let_go_panicked: false,
             shared_alive: 0,
@@ -145,8 +158,14 @@ impl RunGenerations {
     /// Starts cycle `cycle`'s generation (cycles are numbered from 0, one after another), then
     /// watches the sizes of what the previous cycle still holds (its leftovers and what the store
     /// carries to this cycle): stacks for all allocations of a watched class, or, for a class
-    /// too common for that, for about [`STACK_BUDGET`] of them a cycle. A sampled class that the
-    /// cycle before the previous one left something in without a stack is boosted.
+    /// too common for that, for about [`STACK_BUDGET`] of them a cycle.
+    ///
+    /// A sampled class is boosted when a judged cycle left a block of it without a stack (made
+    /// while the class was watched: sampled out) that is older than the class turns over: kept
+    /// past the next cycle, and past the oldest age at which any block of the class was given
+    /// back in this run. A store that keeps state of a common size for a few cycles (segments,
+    /// memtables) does not keep its class boosted, which would cost thousands of stacks a
+    /// cycle; a leak's blocks outlive every turnover, and boost their class once they do.
     ///
     /// Cycles before `watch_from` (the warm-up) are not read. A correct store's cycles hold
     /// nothing, or what the store carries to the next cycle (the reference store: 5 allocations,
@@ -169,20 +188,28 @@ impl RunGenerations {
         // after its own (state carried to the next cycle is given back by then).
         let older = previous.checked_sub(1).filter(|c| *c >= self.watch_from).map(|c| self.generation(Some(c)));
         let holding = |gen: Option<Generation>| gen.is_some_and(|gen| g.live(gen).allocations > 0);
-        if !holding(Some(gen)) && !holding(older) {
+        if !holding(Some(gen)) && !holding(older) && !self.old_held {
             return;
         }
-        for s in g.survivors(older.unwrap_or(gen), gen) {
-            // Kept past the next cycle without a stack although its class was watched when it
-            // was made: sampled out. Boost the class so that a leak in it shows at its stack.
-            if Some(s.generation) == older
-                && s.stack.is_none()
+        let first = self.generation(Some(self.watch_from));
+        let mut old_held = false;
+        for s in g.survivors(first, gen) {
+            let age = generation.saturating_sub(s.generation);
+            old_held |= age > 2;
+            // Kept past the next cycle and past its class's turnover without a stack although
+            // its class was watched when it was made: sampled out. Boost the class so that a
+            // leak in it shows at its stack.
+            if s.stack.is_none()
+                && boost_due(age, g.class_turnover(s.size))
                 && g.watched_since(s.size).is_some_and(|since| since <= s.generation)
             {
                 g.boost(s.size, BOOST_CYCLES);
             }
-            g.watch(s.size);
+            if age <= 2 {
+                g.watch(s.size);
+            }
         }
+        self.old_held = old_held;
     }
 
     /// Whether the record missed allocations (its table could not grow): it is not judged.
@@ -515,4 +542,23 @@ fn frames_of(g: &Generations, id: u32) -> Vec<String> {
         frames.truncate(at);
     }
     frames
+}
+
+#[cfg(test)]
+mod tests {
+    use super::boost_due;
+
+    #[test]
+    fn a_block_boosts_its_class_once_when_it_outlives_the_next_cycle_and_its_class_turnover() {
+        // Ages at which a block kept from its cycle to the end of 100 boosts its class.
+        let due = |turnover: Option<u32>| (0..100).filter(|&age| boost_due(age, turnover)).collect::<Vec<_>>();
+        // A class never given back, or given back within its cycle or the next: past the next.
+        assert_eq!(due(None), vec![2]);
+        assert_eq!(due(Some(0)), vec![2]);
+        assert_eq!(due(Some(1)), vec![2]);
+        // A class the store keeps for six cycles (segments): once it is older than that.
+        assert_eq!(due(Some(6)), vec![7]);
+        // A window that never ends boosts nothing.
+        assert_eq!(due(Some(u32::MAX)), Vec::<u32>::new());
+    }
 }

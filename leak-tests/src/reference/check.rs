@@ -53,7 +53,11 @@ impl ReferenceStore {
                     break;
                 }
             };
-            let (db_options, cfs) = self.segment_options(ctx.ledger, task, shared);
+            let (mut db_options, cfs) = self.segment_options(ctx.ledger, task, shared);
+            // The check reads on this thread: RocksDB would otherwise start and join up to 15
+            // threads per reopen to load the table files (`max_file_opening_threads`, 16 by
+            // default), which is the store's own opening's business, not the check's.
+            db_options.set_max_file_opening_threads(1);
             let path = self.segment_dir(task, id);
             let seg = match Db::open_cf_descriptors(&db_options, &path, cfs) {
                 Ok(db) => Segment { id, db, _db_options: db_options },
