@@ -76,10 +76,9 @@ pub(crate) struct RunGenerations {
     /// Another run in this process started generations while this one ran (generations are
     /// process-wide): this run's figures are not its own alone.
     interleaved: bool,
-    /// The last cycle-start read found judged cycles older than the two before it still holding
-    /// something: the next reads them again (their survivors can only go, so once none is left
-    /// only the two youngest need a count).
-    old_held: bool,
+    /// The last cycle-start read found the judged cycles holding something: the next reads them
+    /// again (their survivors can only go, so once none is left only the youngest needs a count).
+    judged_held: bool,
     /// The first cycle whose leftovers have their sizes watched (stacks taken for later
     /// allocations of those sizes).
     watch_from: u64,
@@ -143,7 +142,7 @@ impl RunGenerations {
             setup,
             cycles: 0,
             interleaved: false,
-            old_held: false,
+            judged_held: false,
             watch_from,
             let_go_panicked: false,
             shared_alive: 0,
@@ -184,18 +183,13 @@ impl RunGenerations {
             return;
         };
         let gen = self.generation(Some(previous));
-        // The cycle before that, once it is judged too: what it still holds outlived the cycle
-        // after its own (state carried to the next cycle is given back by then).
-        let older = previous.checked_sub(1).filter(|c| *c >= self.watch_from).map(|c| self.generation(Some(c)));
-        let holding = |gen: Option<Generation>| gen.is_some_and(|gen| g.live(gen).allocations > 0);
-        if !holding(Some(gen)) && !holding(older) && !self.old_held {
+        if !self.judged_held && g.live(gen).allocations == 0 {
             return;
         }
-        let first = self.generation(Some(self.watch_from));
-        let mut old_held = false;
-        for s in g.survivors(first, gen) {
+        let survivors = g.survivors(self.generation(Some(self.watch_from)), gen);
+        self.judged_held = !survivors.is_empty();
+        for s in survivors {
             let age = generation.saturating_sub(s.generation);
-            old_held |= age > 2;
             // Kept past the next cycle and past its class's turnover without a stack although
             // its class was watched when it was made: sampled out. Boost the class so that a
             // leak in it shows at its stack.
@@ -205,11 +199,12 @@ impl RunGenerations {
             {
                 g.boost(s.size, BOOST_CYCLES);
             }
+            // What the previous cycle and the one before it hold: their leftovers and the state
+            // carried across a cycle (older sizes were watched when they were this young).
             if age <= 2 {
                 g.watch(s.size);
             }
         }
-        self.old_held = old_held;
     }
 
     /// Whether the record missed allocations (its table could not grow): it is not judged.
