@@ -571,15 +571,18 @@ pub fn run_mutant(m: &Mutant, dir: &Path, cycles: u64) -> Result<MutantOutcome, 
     let report = harness.run_observed(&mut store, &ledger, |p| {
         times.push(start.elapsed().as_secs_f64());
         let n = p.samples.len();
-        if n > analysis.warmup_cycles + 10 && n % 10 == 0 {
-            // Each of these looks gets its part of the false-positive rate, as check's do.
+        // Each of these looks, every 10 cycles, gets its part of the false-positive rate, as
+        // check's do.
+        let look = (n > analysis.warmup_cycles + 10 && n % 10 == 0).then(|| {
             looks += 1;
-            for s in leaking(&p.analysis.judge(Look::interim(looks))) {
-                first_statistical.entry(s.signal.clone()).or_insert(p.record.cycle);
-            }
+            p.analysis.judge(Look::interim(looks))
+        });
+        for s in look.iter().flat_map(leaking) {
+            first_statistical.entry(s.signal.clone()).or_insert(p.record.cycle);
         }
         if stop_once_seen {
-            let now = p.analysis.judge(Look::interim(looks.max(1)));
+            // The look just taken, else one now (judged as the latest look).
+            let now = look.unwrap_or_else(|| p.analysis.judge(Look::interim(looks.max(1))));
             seen.extend(leaking(&now).filter(|s| s.kind() == RuleKind::Exact).map(|s| s.class()));
             if m.expected.iter().all(|c| seen.contains(c)) {
                 return ControlFlow::Break(());

@@ -232,7 +232,7 @@ pub(crate) fn report_html(r: &RunReport, plots: &[Plot], flame: Option<&str>, sa
     verdict_section(&mut page, r);
     page.section("signals", "Signals");
     signal_table(&mut page, r);
-    page.para("note", words::SIGNAL_TABLE_NOTE);
+    page.para("note", &words::signal_table_note());
     page.section("plots", "Plots");
     page.plots(plots, samples as u64);
     handles_section(&mut page, r);

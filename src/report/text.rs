@@ -2,7 +2,7 @@
 
 use std::fmt::Write;
 
-use super::words::{bytes_unavailable, notes, signal_cells, totals_lines, SIGNAL_TABLE_NOTE};
+use super::words::{bytes_unavailable, notes, signal_cells, signal_table_note, totals_lines, PER_CYCLE_NOTE};
 use crate::report::RunReport;
 use crate::units::human_bytes;
 use crate::Verdict;
@@ -145,13 +145,13 @@ fn signal_rows(out: &mut String, r: &RunReport, every_signal: bool) {
     }
     if every_signal {
         // Broken where the terminal table's width ends.
-        let _ = writeln!(out, "({})", SIGNAL_TABLE_NOTE.replacen(" for reference", "\n for reference", 1));
+        let _ = writeln!(out, "({})", signal_table_note().replacen(" for reference", "\n for reference", 1));
     } else {
         let raw = r.verdict.signals.iter().filter(|e| e.informational).count();
         let _ = writeln!(
             out,
-            "(the judged signals; per cycle: growth over the later half of the judged cycles. {raw} raw signals shown \
-             for reference and the totals: --verbose, or report.html with --report DIR)"
+            "(the judged signals; {PER_CYCLE_NOTE}. {raw} raw signals shown for reference and the totals: --verbose, or \
+             report.html with --report DIR)"
         );
     }
 }

@@ -213,10 +213,16 @@ pub(crate) fn site_line(site: &crate::verdict::RetainedSite) -> String {
     )
 }
 
-/// What the signal table's columns mean.
-pub(crate) const SIGNAL_TABLE_NOTE: &str = "per cycle: growth over the later half of the judged cycles; verdicts in \
-     parentheses are raw signals shown for reference, the run is judged on the net ones, after what RocksDB accounts \
-     for and the harness's own records";
+/// What the signal table's "per cycle" column means (the brief's table and the full one).
+pub(crate) const PER_CYCLE_NOTE: &str = "per cycle: growth over the later half of the judged cycles";
+
+/// What the full signal table's columns mean.
+pub(crate) fn signal_table_note() -> String {
+    format!(
+        "{PER_CYCLE_NOTE}; verdicts in parentheses are raw signals shown for reference, the run is judged on the net \
+         ones, after what RocksDB accounts for and the harness's own records"
+    )
+}
 
 /// What the signal table alone does not say: the look judged, what a clean verdict rules out,
 /// growth below the budget, memory kept once, cycles still needed. One line each, for the text
