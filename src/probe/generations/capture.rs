@@ -9,10 +9,12 @@
 //! common that every stack would cost too much is sampled ([`adapt`]: about a budget of stacks
 //! per cycle), unless the runner focuses on it ([`focus`]: a size left behind again and again).
 //!
-//! The unwinder is libgcc's `_Unwind_Backtrace` (the one Rust's panics use, linked in every
-//! Rust program on Linux). With glibc >= 2.35 it finds each frame's unwind table through
-//! `_dl_find_object`, without locks or allocation; it runs before the hook takes any lock of the
-//! record, so a thread in the loader holding its lock while it allocates never waits on us.
+//! The unwinder ([`super::unwind`]) walks from a cache of frame sizes where it can and with
+//! libgcc's `_Unwind_Backtrace` (the one Rust's panics use, linked in every Rust program on
+//! Linux) where it cannot. With glibc >= 2.35 libgcc finds each frame's unwind table through
+//! `_dl_find_object`, without locks or allocation; the walk runs before the hook takes any lock
+//! of the record, so a thread in the loader holding its lock while it allocates never waits on
+//! us.
 //!
 //! Interning: a stack's frames are hashed; an open-addressing index of 2^17 slots holds the ids
 //! of up to [`MAX_STACKS`] stacks, whose frames are stored one after another (memory grows with
@@ -20,12 +22,11 @@
 //! hands out [`OVERFLOW`] ("a stack not kept").
 
 use std::cell::UnsafeCell;
-use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
-/// Frames kept per stack, innermost first (the hook's and jemalloc's own frames included: they
-/// are left out when the stack is named).
-pub(crate) const MAX_FRAMES: usize = 32;
+use super::unwind::Frames;
+pub(crate) use super::unwind::MAX_FRAMES;
+
 /// Distinct stacks kept; later ones share [`OVERFLOW`].
 pub(crate) const MAX_STACKS: u32 = 1 << 16;
 /// The id of every stack that did not fit.
@@ -388,48 +389,13 @@ impl Interned {
     }
 }
 
-type Trace = extern "C" fn(ctx: *mut c_void, arg: *mut c_void) -> libc::c_int;
-
-extern "C" {
-    // libgcc's unwinder (libgcc_s), which Rust's standard library links on Linux.
-    fn _Unwind_Backtrace(trace: Trace, arg: *mut c_void) -> libc::c_int;
-    fn _Unwind_GetIP(ctx: *mut c_void) -> usize;
-}
-
-/// `_URC_NO_REASON` (go on) and `_URC_NORMAL_STOP` (enough frames).
-const GO_ON: libc::c_int = 0;
-const STOP: libc::c_int = 4;
-
-struct Frames {
-    len: usize,
-    ips: [usize; MAX_FRAMES],
-}
-
-extern "C" fn one_frame(ctx: *mut c_void, arg: *mut c_void) -> libc::c_int {
-    // SAFETY: `arg` is the `Frames` that `capture` passed, alive for the whole unwind.
-    let frames = unsafe { &mut *arg.cast::<Frames>() };
-    // SAFETY: `ctx` is the unwinder's context for this frame.
-    let ip = unsafe { _Unwind_GetIP(ctx) };
-    if ip == 0 {
-        return STOP;
-    }
-    frames.ips[frames.len] = ip;
-    frames.len += 1;
-    if frames.len == MAX_FRAMES {
-        STOP
-    } else {
-        GO_ON
-    }
-}
-
 /// Takes the calling stack and returns its id (1..=[`MAX_STACKS`], or [`OVERFLOW`]), noting
 /// `generation` as its first sighting in this run if it is. Allocates nothing; called by the hook
 /// before it takes any lock of the record.
 #[inline(never)]
 pub(crate) fn capture(generation: u32) -> u32 {
-    let mut frames = Frames { len: 0, ips: [0; MAX_FRAMES] };
-    // SAFETY: `one_frame` only writes into `frames`, which outlives the call.
-    unsafe { _Unwind_Backtrace(one_frame, (&mut frames as *mut Frames).cast()) };
+    let mut frames = Frames::new();
+    super::unwind::walk(&mut frames);
     TAKEN.fetch_add(1, Ordering::Relaxed);
     if frames.len == 0 {
         return OVERFLOW;

@@ -22,6 +22,8 @@ mod capture;
 mod hook;
 #[allow(unsafe_code)]
 mod table;
+#[allow(unsafe_code)]
+mod unwind;
 
 use std::sync::OnceLock;
 
@@ -321,6 +323,19 @@ impl Generations {
     /// Stacks taken so far, and distinct stacks kept.
     pub fn stacks_taken(&self) -> (usize, u32) {
         capture::counts()
+    }
+
+    /// Walks every later stack twice, from the cache of frame sizes and by libgcc, keeps libgcc's
+    /// and counts the stacks the two walked differently ([`Generations::unwinds`]): the check
+    /// that the cache walks as libgcc does.
+    pub fn verify_unwinds(&self, on: bool) {
+        unwind::verify(on);
+    }
+
+    /// Stacks walked from the cache of frame sizes, stacks walked by libgcc, and stacks the two
+    /// walked differently while [`Generations::verify_unwinds`] was on.
+    pub fn unwinds(&self) -> (u64, u64, u64) {
+        unwind::counts()
     }
 }
 
