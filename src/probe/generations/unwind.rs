@@ -65,7 +65,8 @@ static CACHE: [AtomicU64; SLOTS] = [const { AtomicU64::new(0) }; SLOTS];
 static CAPTURE_FRAME: AtomicUsize = AtomicUsize::new(0);
 /// libgcc's frames before the stack kept: `slow` (which called it) and `capture`.
 const SKIPPED: usize = 2;
-/// Set for good when two walks disagreed on `capture`'s frame size (then every stack is libgcc's).
+/// Set for good when two walks disagreed on `capture`'s frame size, or libgcc's stack pointer for
+/// `capture` was not the one read in it (then every stack is libgcc's).
 static BROKEN: AtomicBool = AtomicBool::new(false);
 /// Walk every stack both ways and count the differences ([`verify`]).
 static VERIFY: AtomicBool = AtomicBool::new(false);
