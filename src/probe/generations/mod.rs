@@ -348,6 +348,7 @@ pub(crate) fn record_resident_bytes() -> u64 {
         + table::CHAIN_OF.resident_bytes()
         + table::LARGE_OF.resident_bytes()
         + capture::resident_bytes()
+        + unwind::resident_bytes()
 }
 
 /// Bytes of the live recorded blocks of at least [`table::LARGE_BLOCK`] whose pages were never written

@@ -87,6 +87,12 @@ pub(crate) fn verify(on: bool) {
     VERIFY.store(on, Ordering::Relaxed);
 }
 
+/// Resident bytes of the cache (a static array whose pages are touched as return addresses are
+/// learned): the measuring's own memory, outside jemalloc.
+pub(crate) fn resident_bytes() -> u64 {
+    super::table::resident_of_static(&CACHE)
+}
+
 /// Stacks walked from the cache, by libgcc, and walked differently while verifying.
 pub(crate) fn counts() -> (u64, u64, u64) {
     (FAST.load(Ordering::Relaxed), SLOW.load(Ordering::Relaxed), MISMATCHED.load(Ordering::Relaxed))
