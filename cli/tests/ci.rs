@@ -156,7 +156,8 @@ fn a_suppressed_leak_passes_and_a_malformed_file_is_exit_2_naming_its_line() {
     std::fs::write(&file, "[[suppress]]\nfunction = \"ReferenceStore::leak_native\"\nreason = \"planted\"\n")
         .expect("write");
     let file_s = file.to_str().expect("utf-8");
-    let args = ["check", "--plant", "raw-malloc-per-cycle", "--tasks", "1", "--segments", "1", "--suppressions", file_s];
+    let args =
+        ["check", "--plant", "raw-malloc-per-cycle", "--tasks", "1", "--segments", "1", "--suppressions", file_s];
     let out = in_actions(&args, &summary);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{stdout}\nstderr: {}", String::from_utf8_lossy(&out.stderr));
