@@ -15,9 +15,9 @@
 use criterion::measurement::{Measurement, ValueFormatter};
 use criterion::Throughput;
 
+use crate::ledger::Ledger;
 use crate::probe::jemalloc::{self, ThreadCounters};
 use crate::units::byte_unit;
-use crate::Ledger;
 
 /// Formats byte counts as B, KiB, MiB or GiB.
 #[derive(Debug, Default, Clone, Copy)]

@@ -662,7 +662,7 @@ mod tests {
         let attempts = |f: &Faults, task: &str| -> Vec<bool> {
             (0..400)
                 .map(|_| {
-                    let _scope = crate::owner_scope(task);
+                    let _scope = crate::ledger::owner_scope(task);
                     f.check("p").is_some()
                 })
                 .collect()

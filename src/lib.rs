@@ -56,6 +56,7 @@
 
 #[cfg(feature = "criterion")]
 pub mod bench;
+mod bookkeeping;
 pub mod fault;
 #[cfg(feature = "rocksdb")]
 pub mod guide;

@@ -25,7 +25,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::ledger::HandleGroup;
-use crate::Ledger;
+use crate::ledger::Ledger;
 
 /// What a suppression matches.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -84,7 +84,7 @@ impl Suppression {
             return false;
         }
         let Some(wanted) = wanted else { return true };
-        let Some(place) = site.and_then(crate::report::Place::parse) else { return false };
+        let Some(place) = site.and_then(crate::probe::stacks::Place::parse) else { return false };
         let (file, line) = match wanted.rsplit_once(':') {
             Some((file, line)) if line.parse::<u32>().is_ok() => (file, line.parse::<u32>().ok()),
             _ => (wanted.as_str(), None),
@@ -335,7 +335,7 @@ impl Suppressions {
     /// groups of `ledger` and the sites of `retained` it matched.
     pub(crate) fn uses(
         &self,
-        ledger: &crate::LeakReport,
+        ledger: &crate::ledger::LeakReport,
         retained: Option<&crate::verdict::Retained>,
         cycles: u64,
     ) -> Vec<SuppressionUse> {

@@ -1,9 +1,9 @@
 //! The harness's settings and the errors that keep a run from starting.
 
 use crate::fault::{FaultPlan, FaultPlanError};
+use crate::ledger::Settle;
 use crate::probe::ProbeError;
 use crate::verdict::{AnalysisConfig, Look, Looks};
-use crate::Settle;
 
 /// The harness's settings.
 #[derive(Debug, Clone)]
@@ -76,7 +76,7 @@ pub struct HarnessConfig {
     /// Known leaks the run accepts ([`Suppressions`](crate::Suppressions)): handles and
     /// allocating stacks they match, within their bounds, are not judged, and the report lists
     /// them with their size.
-    pub suppressions: crate::Suppressions,
+    pub suppressions: crate::suppress::Suppressions,
 }
 
 /// [`HarnessConfig::handle_quiet`]'s default.
@@ -144,7 +144,7 @@ impl Default for HarnessConfig {
             matrix_repeats: 6,
             allocator_check: native_allocations_visible,
             generations: true,
-            suppressions: crate::Suppressions::none(),
+            suppressions: crate::suppress::Suppressions::none(),
         }
     }
 }

@@ -16,7 +16,7 @@ use super::HarnessConfig;
 use crate::fault::{Faults, InjectedPanic};
 use crate::probe::jemalloc::ThreadCounters;
 use crate::verdict::CycleFacts;
-use crate::{HandleKind, Ledger, Settle};
+use crate::{ledger::HandleKind, ledger::Ledger, ledger::Settle};
 
 /// How one phase of a cycle ended.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -181,7 +181,7 @@ impl Bookkeeping {
 
     pub(super) fn track<T>(&mut self, f: impl FnOnce() -> T) -> T {
         let before = self.counters.as_ref().map(ThreadCounters::net);
-        let out = crate::probe::generations::bookkeeping(f);
+        let out = crate::bookkeeping::bookkeeping(f);
         if let (Some(c), Some(b)) = (&self.counters, before) {
             self.net += c.net() - b;
         }
@@ -384,7 +384,7 @@ impl SharedBaseline {
 }
 
 fn unshared_caches(ledger: &Ledger) -> u64 {
-    use crate::HandleKind;
+    use crate::ledger::HandleKind;
     let kinds = ledger.kind_snapshot();
     [HandleKind::Cache, HandleKind::WriteBufferManager]
         .iter()

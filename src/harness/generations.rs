@@ -268,7 +268,7 @@ impl RunGenerations {
     pub(crate) fn look(
         &mut self,
         from: u64,
-        suppressions: &crate::Suppressions,
+        suppressions: &crate::suppress::Suppressions,
         reported: Option<&crate::probe::RocksDbMemory>,
         named: bool,
     ) -> Option<Retained> {
@@ -299,7 +299,11 @@ impl RunGenerations {
             };
             let all = generations::bookkeeping(|| sites(&held, Span { first: from, last: to }, &facts, named));
             let unexplained = generations::bookkeeping(|| self.unexplained_of(g, &held, &all, suppressions));
-            r = generations::bookkeeping(|| r.with_sites_suppressed(all, suppressions));
+            r = generations::bookkeeping(|| {
+                let mut all = all;
+                suppressions.mark_sites(&mut all, r.cycles());
+                r.with_sites(all)
+            });
             self.unexplained = unexplained;
         } else {
             // The judged cycles hold nothing: no site, and so none with old residue.
@@ -334,7 +338,7 @@ impl RunGenerations {
         g: &Generations,
         held: &[Held],
         sites: &[crate::verdict::RetainedSite],
-        suppressions: &crate::Suppressions,
+        suppressions: &crate::suppress::Suppressions,
     ) -> Vec<(u64, u64)> {
         let share: std::collections::BTreeMap<u32, f64> =
             sites.iter().filter_map(|s| Some((s.stack?, s.unexplained_share()))).collect();
@@ -409,7 +413,7 @@ impl RunGenerations {
         &self,
         from: u64,
         to: u64,
-        suppressions: &crate::Suppressions,
+        suppressions: &crate::suppress::Suppressions,
     ) -> Option<i64> {
         let total = self.held_bytes(from, to)?;
         if !suppressions.names_functions() {
@@ -423,7 +427,7 @@ impl RunGenerations {
     }
 
     /// What the leaks a suppression accepts hold, of everything the run's cycles allocated.
-    pub(crate) fn suppressed_held_bytes(&self, suppressions: &crate::Suppressions) -> u64 {
+    pub(crate) fn suppressed_held_bytes(&self, suppressions: &crate::suppress::Suppressions) -> u64 {
         let Some(to) = self.last_judged().filter(|_| suppressions.names_functions()) else {
             return 0;
         };
@@ -436,7 +440,7 @@ impl RunGenerations {
     /// For each of `held`, whether a suppression accepts it: blocks of a stack it names, and blocks without a
     /// stack (allocated before their size was watched, or in a sampled size) of a size whose every
     /// stacked block held is of such a stack. Stacks are named once each (cached).
-    fn suppressed_of(&self, g: &Generations, held: &[Held], suppressions: &crate::Suppressions) -> Vec<bool> {
+    fn suppressed_of(&self, g: &Generations, held: &[Held], suppressions: &crate::suppress::Suppressions) -> Vec<bool> {
         if !suppressions.names_functions() {
             return vec![false; held.len()];
         }

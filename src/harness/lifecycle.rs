@@ -9,8 +9,8 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 use crate::fault::Faults;
+use crate::ledger::Ledger;
 use crate::probe::RocksDbMemory;
-use crate::Ledger;
 
 /// What a cycle's code gets: which cycle, the ledger to register handles in, the faults to check.
 #[derive(Debug, Clone, Copy)]

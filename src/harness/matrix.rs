@@ -11,7 +11,7 @@ use super::lifecycle::Lifecycle;
 use super::{CycleRecord, Harness, HarnessConfig};
 use crate::fault::{matrix_plans, FaultPlan, Faults};
 use crate::verdict::{mean_shift, shift_verdict, Rule, SignalVerdict, Verdict};
-use crate::{Ledger, Probe, Signal, SignalId};
+use crate::{ledger::Ledger, probe::Probe, signal::Signal, signal::SignalId};
 
 impl Harness {
     /// The automatic fault matrix: one recording cycle finds every fault point a clean cycle

@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use crate::probe::process::{other_threads, OtherThreads};
-use crate::{Ledger, Settle};
+use crate::{ledger::Ledger, ledger::Settle};
 
 #[cfg(doc)]
 use super::HarnessConfig;

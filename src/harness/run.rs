@@ -13,7 +13,7 @@ use super::lifecycle::Lifecycle;
 use super::{CycleRecord, HarnessConfig, HarnessError};
 use crate::fault::Faults;
 use crate::verdict::{Analysis, AnalysisConfig, CycleSample, Look, RunVerdict, Verdict};
-use crate::{LeakReport, Ledger, Probe, Sample, SignalId};
+use crate::{ledger::LeakReport, ledger::Ledger, probe::Probe, probe::Sample, signal::SignalId};
 
 /// A run's result: every cycle, the samples and the verdicts.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -293,21 +293,7 @@ impl<'a> Run<'a> {
         });
         let sampled = cycle.is_multiple_of(cfg.sample_every.max(1)).then(|| self.sample(store, cycle, &record));
         self.cycles_run += 1;
-        let look = cfg.look_after(&self.judged_cfg, cycle + 1);
-        let early = look.is_none() && cfg.decide_after.is_some() && cfg.early_look == Some(cycle + 1);
-        let warmup = self.judged_cfg.warmup_cycles as u64;
-        // The record at its own looks and at the counter's: what the judged cycles hold, by age.
-        let record_look = look.is_some() || early || record_look_due(cycle + 1, warmup);
-        if record_look {
-            let reported = sampled.as_ref().map_or_else(|| store.rocksdb_memory(), |s| s.sample.rocksdb);
-            self.look_at_the_record(reported.as_ref(), false);
-        }
-        if let Some(look) = look {
-            let (analysis, gens, retained) = (&mut self.analysis, &self.c.gens, self.retained.as_ref());
-            let v = self.c.bk.track(|| with_the_record(analysis.look(look), analysis, gens, retained, warmup));
-            // The verdict it replaces is dropped inside the bookkeeping too.
-            self.c.bk.track(|| self.judged = Some(v));
-        }
+        let (look, early, record_look) = self.looks(store, cycle, sampled.as_ref());
         let early_clean = early && self.early_look_is_clean();
         // Asked only while its answer is used: to stop, or until the first leak is known.
         let exact_leak =
@@ -338,7 +324,7 @@ impl<'a> Run<'a> {
                     && self.judged.as_ref().is_some_and(|v| matches!(v.verdict, Verdict::Leak | Verdict::Clean)));
         // The observer is the caller's monitoring (the runner's progress and reports), not the
         // store: what it allocates is not charged to the cycle's generation.
-        let asked = crate::probe::generations::bookkeeping(|| observe(&progress)).is_break();
+        let asked = crate::bookkeeping::bookkeeping(|| observe(&progress)).is_break();
         let exact = exact_leak.filter(|_| cfg.stop_on_exact_leak);
         let stop = asked || decided || exact.is_some();
         // A stop is recorded when it cuts the run short of its cycles; check's decision at its
@@ -363,6 +349,33 @@ impl<'a> Run<'a> {
         } else {
             ControlFlow::Continue(())
         }
+    }
+
+    /// The looks due after `cycle`, taken: the counter's look (`Some` when due), whether
+    /// check's early look is due, and whether the record was looked at (at its own looks and at
+    /// the counter's: what the judged cycles hold, by age).
+    fn looks<L: Lifecycle>(
+        &mut self,
+        store: &L,
+        cycle: u64,
+        sampled: Option<&CycleSample>,
+    ) -> (Option<Look>, bool, bool) {
+        let cfg = self.cfg;
+        let look = cfg.look_after(&self.judged_cfg, cycle + 1);
+        let early = look.is_none() && cfg.decide_after.is_some() && cfg.early_look == Some(cycle + 1);
+        let warmup = self.judged_cfg.warmup_cycles as u64;
+        let record_look = look.is_some() || early || record_look_due(cycle + 1, warmup);
+        if record_look {
+            let reported = sampled.map_or_else(|| store.rocksdb_memory(), |s| s.sample.rocksdb);
+            self.look_at_the_record(reported.as_ref(), false);
+        }
+        if let Some(look) = look {
+            let (analysis, gens, retained) = (&mut self.analysis, &self.c.gens, self.retained.as_ref());
+            let v = self.c.bk.track(|| with_the_record(analysis.look(look), analysis, gens, retained, warmup));
+            // The verdict it replaces is dropped inside the bookkeeping too.
+            self.c.bk.track(|| self.judged = Some(v));
+        }
+        (look, early, record_look)
     }
 
     /// `check`'s early look ([`HarnessConfig::early_look`]): judged as the first look is, the record
@@ -424,7 +437,7 @@ impl<'a> Run<'a> {
             self.look_at_the_record(last.rocksdb.as_ref(), false);
         }
         let warmup = self.judged_cfg.warmup_cycles as u64;
-        let mut verdict = crate::probe::generations::bookkeeping(|| self.last_look(&last, unavailable.clone()));
+        let mut verdict = crate::bookkeeping::bookkeeping(|| self.last_look(&last, unavailable.clone()));
         // The ledger as the run left it (declared-shared handles still listed), then the store lets
         // go of what it keeps across cycles, and what the cycles still hold after that is theirs.
         let ledger = self.c.bk.track(|| self.c.ledger.report());
@@ -465,7 +478,7 @@ impl<'a> Run<'a> {
             }
         });
         verdict.allow_suppressed_bytes(suppressed);
-        crate::probe::generations::bookkeeping(|| self.report(last, verdict, ledger, generations, retained))
+        crate::bookkeeping::bookkeeping(|| self.report(last, verdict, ledger, generations, retained))
     }
 
     /// The last look, after the last sample.
@@ -494,10 +507,11 @@ impl<'a> Run<'a> {
     ) -> HarnessReport {
         let suppressions = self.cfg.suppressions.uses(&ledger, retained.as_ref(), self.cycles_run);
         if let Some(r) = retained {
-            verdict.add_retained(crate::verdict::retained::verdict(r));
+            verdict.add_retained(crate::verdict::SignalVerdict::of_retained(r));
         } else if self.c.gens.incomplete() {
-            let (signal, rule) = (crate::Signal::RetainedBytes.into(), crate::verdict::Rule::Exact { expected: 0.0 });
-            verdict.add_retained(crate::SignalVerdict::unmeasured(
+            let (signal, rule) =
+                (crate::signal::Signal::RetainedBytes.into(), crate::verdict::Rule::Exact { expected: 0.0 });
+            verdict.add_retained(crate::verdict::SignalVerdict::unmeasured(
                 signal,
                 rule,
                 crate::verdict::Unmeasured::RecordIncomplete,
@@ -533,7 +547,7 @@ fn with_the_record(
 ) -> RunVerdict {
     if let Some(r) = retained {
         record_holds(analysis, gens, &mut v, warmup);
-        v.add_retained(crate::verdict::retained::verdict(gens.leak_found().unwrap_or(r).clone()));
+        v.add_retained(crate::verdict::SignalVerdict::of_retained(gens.leak_found().unwrap_or(r).clone()));
     }
     v
 }

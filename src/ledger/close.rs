@@ -94,7 +94,7 @@ impl<E: fmt::Display> Drop for CloseResult<E> {
     fn drop(&mut self) {
         if let Some(Err(e)) = self.result.take() {
             // The ledger's record, leakcheck's own bookkeeping.
-            crate::probe::generations::bookkeeping(|| {
+            crate::bookkeeping::bookkeeping(|| {
                 lock(&self.ledger.inner.swallowed).push(SwallowedCloseError {
                     what: self.what.to_string(),
                     site: self.site.to_string(),

@@ -178,12 +178,12 @@ impl Drop for LeakGuard {
 #[macro_export]
 macro_rules! assert_no_leaks {
     ($ledger:expr) => {
-        if let Err(e) = $crate::Ledger::verify(&$ledger) {
+        if let Err(e) = $crate::ledger::Ledger::verify(&$ledger) {
             panic!("{e}");
         }
     };
     ($ledger:expr, $($arg:tt)+) => {
-        if let Err(e) = $crate::Ledger::verify(&$ledger) {
+        if let Err(e) = $crate::ledger::Ledger::verify(&$ledger) {
             panic!("{}\n{e}", format_args!($($arg)+));
         }
     };

@@ -278,7 +278,7 @@ impl Ledger {
     /// `#[track_caller]` constructors so that the site is the user's line, not the wrapper's.
     pub(crate) fn register_at(&self, kind: HandleKind, site: &'static Location<'static>) -> Token {
         // The ledger's records are leakcheck's own bookkeeping, not the store's allocations.
-        crate::probe::generations::bookkeeping(|| {
+        crate::bookkeeping::bookkeeping(|| {
             let counters = self.counters(kind);
             let c = counters.get(&self.inner);
             c.created.fetch_add(1, Ordering::Relaxed);
@@ -507,7 +507,7 @@ fn link(held: &Arc<TokenInner>, holder: &Token) -> Hold {
     if linked {
         // The ledger's records are leakcheck's own bookkeeping, not the store's allocations: a
         // shared handle's list of holders grows to the most holders it ever had at once.
-        crate::probe::generations::bookkeeping(|| {
+        crate::bookkeeping::bookkeeping(|| {
             let mut entries = lock(&held.ledger.inner.entries);
             if let Some(e) = entries.get_mut(&held.id) {
                 e.held_by.push(holder_id);

@@ -27,7 +27,7 @@ pub(crate) fn fnv1a(bytes: &[u8]) -> u64 {
 pub fn owner_scope(name: impl AsRef<str>) -> OwnerScope {
     // The path is leakcheck's record (the ledger's entries keep it), not the store's allocation:
     // no cycle is charged with it, whoever keeps the handles alive.
-    crate::probe::generations::bookkeeping(|| {
+    crate::bookkeeping::bookkeeping(|| {
         OWNER.with(|stack| {
             let mut stack = stack.borrow_mut();
             let path: Arc<str> = match stack.last() {

@@ -19,7 +19,7 @@ mod rocksdb;
 pub(crate) mod stacks;
 pub(crate) mod symbols;
 
-use crate::Settle;
+use crate::ledger::Settle;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};

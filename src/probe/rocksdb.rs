@@ -164,8 +164,8 @@ mod tests {
     use rocksdb::SingleThreaded;
 
     use super::*;
+    use crate::ledger::Ledger;
     use crate::tracked::{TrackedBlockBasedOptions, TrackedOptions};
-    use crate::Ledger;
 
     type Db = TrackedDb<SingleThreaded>;
 

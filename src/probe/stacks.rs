@@ -1,7 +1,11 @@
 //! Reading the call stacks of a heap profile: which frames are the allocator's and the standard
 //! library's, which growth is leakcheck's own bookkeeping, and a stack in one line. Plain text
 //! work on resolved frame names, so that reports can be read and printed by a build without the
-//! `profiling` feature.
+//! `profiling` feature. And a place in a source file (`Place`), as a frame or a ledger site names it.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
 
 /// Allocator machinery at the inner end of every sampled stack: left out when a stack is named.
 /// (`__rustc::` is the prefix of the global allocator's shims in recent Rust; `iralloc*`,
@@ -167,6 +171,46 @@ pub fn headline(frames: &[String], width: usize) -> String {
     }
 }
 
+/// A place in a source file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Place {
+    /// The file as the build recorded it (relative to the workspace it was built in, or absolute).
+    pub file: String,
+    /// Its line.
+    pub line: u32,
+}
+
+impl Place {
+    /// `file:line` or `file:line:column` (a ledger site), or a frame's `function (file:line)`.
+    pub(crate) fn parse(site: &str) -> Option<Place> {
+        let site = match split_location(site) {
+            (_, Some(place)) => place,
+            (whole, None) => whole,
+        };
+        let number = |t: &str| t.parse::<u32>().ok();
+        let (rest, last) = site.rsplit_once(':')?;
+        let (file, line) = match rest.rsplit_once(':') {
+            // `file:line:column`
+            Some((file, line)) if number(line).is_some() && number(last).is_some() => (file, number(line)?),
+            _ => (rest, number(last)?),
+        };
+        (!file.is_empty() && line > 0).then(|| Place { file: file.to_string(), line })
+    }
+
+    /// The file relative to `root` (a repository's checkout), where it lies under it; a relative
+    /// file is taken as relative to `root` already.
+    pub fn relative_to(&self, root: &Path) -> PathBuf {
+        let file = Path::new(&self.file);
+        file.strip_prefix(root).map_or_else(|_| file.to_path_buf(), Path::to_path_buf)
+    }
+}
+
+impl std::fmt::Display for Place {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}", self.file, self.line)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -284,5 +328,30 @@ mod tests {
         let tls =
             frames(&["allocate_dtv (./elf/../elf/dl-tls.c:401)", "__GI__dl_allocate_tls (./elf/../elf/dl-tls.c:670)"]);
         assert_eq!(own_function(&tls), None);
+    }
+
+    #[test]
+    fn places_are_read_from_sites_and_frames() {
+        let p = |s: &str| Place::parse(s).map(|p| p.to_string());
+        assert_eq!(p("src/store.rs:48:22").as_deref(), Some("src/store.rs:48"));
+        assert_eq!(p("my_crate::f (src/store.rs:88)").as_deref(), Some("src/store.rs:88"));
+        assert_eq!(p("src/store.rs:88").as_deref(), Some("src/store.rs:88"));
+        assert_eq!(p("C:\\work\\store.rs:9:1").as_deref(), Some("C:\\work\\store.rs:9"));
+        assert_eq!(p("rocksdb::DBImpl::Write"), None);
+        assert_eq!(p("src/store.rs:0:1"), None);
+    }
+
+    #[test]
+    fn a_place_under_the_checkout_is_relative_to_it() {
+        let p = Place { file: "/home/runner/work/app/app/src/store.rs".into(), line: 3 };
+        assert_eq!(
+            p.relative_to(std::path::Path::new("/home/runner/work/app/app")),
+            std::path::Path::new("src/store.rs")
+        );
+        let q = Place { file: "src/store.rs".into(), line: 3 };
+        assert_eq!(
+            q.relative_to(std::path::Path::new("/home/runner/work/app/app")),
+            std::path::Path::new("src/store.rs")
+        );
     }
 }

@@ -6,41 +6,13 @@
 //! file that created it (not the line), an allocating stack by the first function of the user's
 //! code in it, any other leaking signal by its name.
 
-use serde::{Deserialize, Serialize};
-
-use super::findings::Finding;
+use super::model::{Against, BaselineCheck, Finding};
 use super::RunReport;
-use crate::Verdict;
+use crate::verdict::Verdict;
 
 /// The margin a leak's size per cycle may grow by over the baseline's before it counts as
 /// more: a quarter.
 pub const DEFAULT_BASELINE_MARGIN: f64 = 0.25;
-
-/// One leak of the run, against the baseline.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Against {
-    /// The leak.
-    pub finding: Finding,
-    /// The baseline's size per cycle of the same leak, when it had it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub baseline_per_cycle: Option<f64>,
-}
-
-/// The run against its baseline: report.json's `baseline`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[non_exhaustive]
-pub struct BaselineCheck {
-    /// The baseline report.
-    pub file: String,
-    /// The margin (a fraction of the baseline's size per cycle).
-    pub margin: f64,
-    /// Leaks the baseline did not have.
-    pub new: Vec<Against>,
-    /// Leaks the baseline had, now larger per cycle by more than the margin.
-    pub more: Vec<Against>,
-    /// Leaks the baseline had, no larger beyond the margin.
-    pub known: Vec<Against>,
-}
 
 impl BaselineCheck {
     /// Holds `run` against `baseline` (read from `file`).

@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::RunReport;
-use crate::Verdict;
+use crate::verdict::Verdict;
 
 /// Limits for [`compare`].
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -45,7 +45,10 @@ pub struct Comparison {
 pub fn compare(old: &RunReport, new: &RunReport, limits: CompareLimits) -> Comparison {
     let rate = |r: &RunReport| r.verdict.leak_rate.as_ref().map(|l| l.bytes_per_cycle);
     let retained = |r: &RunReport| {
-        r.signal(crate::Signal::RetainedBytes).filter(|s| !s.informational).and_then(|s| s.estimate).map(|e| e.value)
+        r.signal(crate::signal::Signal::RetainedBytes)
+            .filter(|s| !s.informational)
+            .and_then(|s| s.estimate)
+            .map(|e| e.value)
     };
     let mut regressions = Vec::new();
     if new.verdict.verdict > old.verdict.verdict {

@@ -5,8 +5,8 @@ use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use super::atomic::write_atomic;
 use super::error::io_err;
-use super::write::write_atomic;
 use super::ReportError;
 use crate::verdict::CycleSample;
 

@@ -5,78 +5,12 @@
 //! opening lines, CI annotations, the job summary, JUnit failures, report.html's first screen)
 //! starts from these.
 
-use std::path::{Path, PathBuf};
-
-use serde::{Deserialize, Serialize};
-
+use super::model::Finding;
 use super::RunReport;
+use crate::probe::stacks::Place;
 use crate::signal::Signal;
 use crate::units::human_bytes;
-use crate::Verdict;
-
-/// A place in a source file.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Place {
-    /// The file as the build recorded it (relative to the workspace it was built in, or absolute).
-    pub file: String,
-    /// Its line.
-    pub line: u32,
-}
-
-impl Place {
-    /// `file:line` or `file:line:column` (a ledger site), or a frame's `function (file:line)`.
-    pub(crate) fn parse(site: &str) -> Option<Place> {
-        let site = match crate::probe::stacks::split_location(site) {
-            (_, Some(place)) => place,
-            (whole, None) => whole,
-        };
-        let number = |t: &str| t.parse::<u32>().ok();
-        let (rest, last) = site.rsplit_once(':')?;
-        let (file, line) = match rest.rsplit_once(':') {
-            // `file:line:column`
-            Some((file, line)) if number(line).is_some() && number(last).is_some() => (file, number(line)?),
-            _ => (rest, number(last)?),
-        };
-        (!file.is_empty() && line > 0).then(|| Place { file: file.to_string(), line })
-    }
-
-    /// The file relative to `root` (a repository's checkout), where it lies under it; a relative
-    /// file is taken as relative to `root` already.
-    pub fn relative_to(&self, root: &Path) -> PathBuf {
-        let file = Path::new(&self.file);
-        file.strip_prefix(root).map_or_else(|_| file.to_path_buf(), Path::to_path_buf)
-    }
-}
-
-impl std::fmt::Display for Place {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}:{}", self.file, self.line)
-    }
-}
-
-/// One thing that leaked, or that the run could not decide, and where.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Finding {
-    /// The signal that found it (`live_handles.Options`, `retained_bytes`,
-    /// `open_fds_outside_dir`), or `baseline_return`.
-    pub signal: String,
-    /// `leak`, or `inconclusive` for a signal the run could not decide.
-    pub verdict: Verdict,
-    /// What and where in one sentence: `4 Options handles retained, created at src/store.rs:48:22
-    /// (owner task 0_0 / segment 0)`.
-    pub message: String,
-    /// Where to fix it, when known: the creating line of a handle, the first frame of the user's
-    /// code in an allocating stack, the line that dropped a close error.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub place: Option<Place>,
-    /// Its size per cycle, in the signal's unit (bytes, handles, fds), when it has one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub per_cycle: Option<f64>,
-    /// For an allocating stack: its frames, innermost first (what a suppression's `function`
-    /// matches).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub frames: Vec<String>,
-}
+use crate::verdict::Verdict;
 
 impl RunReport {
     /// What leaked and where, the places a developer fixes first: retained handle groups (most
@@ -84,8 +18,27 @@ impl RunReport {
     /// bytes first), swallowed close errors, then each other judged signal that leaked, and last
     /// the judged signals the run could not decide. Empty for a clean run.
     pub fn findings(&self) -> Vec<Finding> {
-        let mut out = Vec::new();
-        let leaking = |s: Signal| self.verdict.signals.iter().any(|v| v.family() == s && judged_leak(v));
+        let mut out = self.handle_findings();
+        out.extend(self.retained_findings());
+        for e in &self.ledger.swallowed_close_errors {
+            let owner = e.owner.as_deref().map_or(String::new(), |o| format!(" (owner {o})"));
+            out.push(Finding {
+                signal: v_name(Signal::SwallowedCloseErrors),
+                verdict: Verdict::Leak,
+                message: format!("close error of {} dropped unread at {}{owner}: {}", e.what, e.site, e.error),
+                place: Place::parse(&e.site),
+                per_cycle: None,
+                frames: Vec::new(),
+            });
+        }
+        let other = self.other_findings(&out);
+        out.extend(other);
+        out
+    }
+
+    /// The retained handles, one finding per kind and creating line (most handles first), less
+    /// the groups a suppression accepts.
+    fn handle_findings(&self) -> Vec<Finding> {
         let cycles = self.cycles_run.max(1) as f64;
         let mut groups: Vec<_> = self.ledger.retained.iter().collect();
         groups.sort_by_key(|g| std::cmp::Reverse(g.count));
@@ -108,86 +61,91 @@ impl RunReport {
             }
         }
         by_line.sort_by_key(|(_, _, all)| std::cmp::Reverse(all.iter().map(|g| g.count).sum::<u64>()));
-        for (kind, site, all) in by_line {
-            let count: u64 = all.iter().map(|g| g.count).sum();
-            out.push(Finding {
-                signal: format!("live_handles.{kind}"),
-                verdict: Verdict::Leak,
-                message: format!(
-                    "{count} {kind} handle{} retained, created at {}{}{}",
-                    if count == 1 { "" } else { "s" },
-                    site.unwrap_or("an unknown site (tracking depth counts)"),
-                    owners(&all),
-                    kept_by(&all)
-                ),
-                place: site.and_then(Place::parse),
-                per_cycle: Some(count as f64 / cycles),
-                frames: Vec::new(),
-            });
-        }
-        if let Some(v) = self.signal(Signal::RetainedBytes).filter(|v| judged_leak(v)) {
-            if let Some(r) = &v.retained {
-                let judged = r.cycles().max(1) as f64;
-                // One finding per place in the user's code (the first frame of theirs, else the
-                // innermost): the stacks through one line are one thing to fix.
-                let mut by_place: Vec<(&str, Vec<&crate::verdict::RetainedSite>)> = Vec::new();
-                for s in r.sites.iter().filter(|s| s.recurs()) {
-                    let own = crate::probe::stacks::own_frame(&s.frames);
-                    let at = own.or((!s.frames.is_empty()).then_some(0)).map_or(s.function.as_str(), |i| &s.frames[i]);
-                    match by_place.iter_mut().find(|(p, _)| *p == at) {
-                        Some((_, all)) => all.push(s),
-                        None => by_place.push((at, vec![s])),
-                    }
+        by_line
+            .into_iter()
+            .map(|(kind, site, all)| {
+                let count: u64 = all.iter().map(|g| g.count).sum();
+                Finding {
+                    signal: format!("live_handles.{kind}"),
+                    verdict: Verdict::Leak,
+                    message: format!(
+                        "{count} {kind} handle{} retained, created at {}{}{}",
+                        if count == 1 { "" } else { "s" },
+                        site.unwrap_or("an unknown site (tracking depth counts)"),
+                        owners(&all),
+                        kept_by(&all)
+                    ),
+                    place: site.and_then(Place::parse),
+                    per_cycle: Some(count as f64 / cycles),
+                    frames: Vec::new(),
                 }
-                by_place.sort_by_key(|(_, all)| std::cmp::Reverse(all.iter().map(|s| s.bytes).sum::<i64>()));
-                for (at, all) in by_place {
-                    let bytes: i64 = all.iter().map(|s| s.bytes).sum();
-                    let allocations: i64 = all.iter().map(|s| s.allocations).sum();
-                    let cycles_holding = all.iter().map(|s| s.cycles_holding).max().unwrap_or(0);
-                    let stacks = match all.len() {
-                        1 => String::new(),
-                        n => format!(", {n} stacks"),
-                    };
-                    let per_cycle = bytes as f64 / judged;
-                    out.push(Finding {
-                        signal: v.signal.to_string(),
-                        verdict: Verdict::Leak,
-                        message: format!(
-                            "retained_bytes: {} per cycle ({} in {allocations} allocations from {cycles_holding} of cycles \
-                             {}-{}{stacks}), allocated in {at}",
-                            super::words::rate(per_cycle),
-                            human_bytes(bytes as f64),
-                            r.from_cycle,
-                            r.to_cycle,
-                        ),
-                        place: Place::parse(at),
-                        per_cycle: Some(per_cycle),
-                        // The largest stack's frames.
-                        frames: all.iter().max_by_key(|s| s.bytes).map(|s| s.frames.clone()).unwrap_or_default(),
-                    });
-                }
+            })
+            .collect()
+    }
+
+    /// The allocating stacks that kept what two or more judged cycles allocated, when
+    /// `retained_bytes` leaked: one finding per place in the user's code (most bytes first).
+    fn retained_findings(&self) -> Vec<Finding> {
+        let Some(v) = self.signal(Signal::RetainedBytes).filter(|v| judged_leak(v)) else { return Vec::new() };
+        let Some(r) = &v.retained else { return Vec::new() };
+        let judged = r.cycles().max(1) as f64;
+        // One finding per place in the user's code (the first frame of theirs, else the
+        // innermost): the stacks through one line are one thing to fix.
+        let mut by_place: Vec<(&str, Vec<&crate::verdict::RetainedSite>)> = Vec::new();
+        for s in r.sites.iter().filter(|s| s.recurs()) {
+            let own = crate::probe::stacks::own_frame(&s.frames);
+            let at = own.or((!s.frames.is_empty()).then_some(0)).map_or(s.function.as_str(), |i| &s.frames[i]);
+            match by_place.iter_mut().find(|(p, _)| *p == at) {
+                Some((_, all)) => all.push(s),
+                None => by_place.push((at, vec![s])),
             }
         }
-        for e in &self.ledger.swallowed_close_errors {
-            let owner = e.owner.as_deref().map_or(String::new(), |o| format!(" (owner {o})"));
-            out.push(Finding {
-                signal: v_name(Signal::SwallowedCloseErrors),
-                verdict: Verdict::Leak,
-                message: format!("close error of {} dropped unread at {}{owner}: {}", e.what, e.site, e.error),
-                place: Place::parse(&e.site),
-                per_cycle: None,
-                frames: Vec::new(),
-            });
-        }
-        let any_group = out.iter().any(|f| f.signal.starts_with("live_handles."));
-        let placed = |s: Signal| match s {
+        by_place.sort_by_key(|(_, all)| std::cmp::Reverse(all.iter().map(|s| s.bytes).sum::<i64>()));
+        by_place
+            .into_iter()
+            .map(|(at, all)| {
+                let bytes: i64 = all.iter().map(|s| s.bytes).sum();
+                let allocations: i64 = all.iter().map(|s| s.allocations).sum();
+                let cycles_holding = all.iter().map(|s| s.cycles_holding).max().unwrap_or(0);
+                let stacks = match all.len() {
+                    1 => String::new(),
+                    n => format!(", {n} stacks"),
+                };
+                let per_cycle = bytes as f64 / judged;
+                Finding {
+                    signal: v.signal.to_string(),
+                    verdict: Verdict::Leak,
+                    message: format!(
+                        "retained_bytes: {} per cycle ({} in {allocations} allocations from {cycles_holding} of cycles \
+                         {}-{}{stacks}), allocated in {at}",
+                        super::words::rate(per_cycle),
+                        human_bytes(bytes as f64),
+                        r.from_cycle,
+                        r.to_cycle,
+                    ),
+                    place: Place::parse(at),
+                    per_cycle: Some(per_cycle),
+                    // The largest stack's frames.
+                    frames: all.iter().max_by_key(|s| s.bytes).map(|s| s.frames.clone()).unwrap_or_default(),
+                }
+            })
+            .collect()
+    }
+
+    /// After the placed findings (`placed`): each other judged signal that leaked, the return to
+    /// baseline when it leaked, then the judged signals the run could not decide.
+    fn other_findings(&self, placed: &[Finding]) -> Vec<Finding> {
+        let mut out = Vec::new();
+        let leaking = |s: Signal| self.verdict.signals.iter().any(|v| v.family() == s && judged_leak(v));
+        let any_group = placed.iter().any(|f| f.signal.starts_with("live_handles."));
+        let has_place = |s: Signal| match s {
             Signal::LiveHandles | Signal::LiveHandlesOf => any_group,
             Signal::SwallowedCloseErrors => !self.ledger.swallowed_close_errors.is_empty(),
-            Signal::RetainedBytes => out.iter().any(|f| f.signal == v_name(Signal::RetainedBytes)),
+            Signal::RetainedBytes => placed.iter().any(|f| f.signal == v_name(Signal::RetainedBytes)),
             _ => false,
         };
-        let placed: Vec<Signal> = Signal::ALL.iter().copied().filter(|s| leaking(*s) && placed(*s)).collect();
-        for v in self.verdict.signals.iter().filter(|v| judged_leak(v) && !placed.contains(&v.family())) {
+        let with_place: Vec<Signal> = Signal::ALL.iter().copied().filter(|s| leaking(*s) && has_place(*s)).collect();
+        for v in self.verdict.signals.iter().filter(|v| judged_leak(v) && !with_place.contains(&v.family())) {
             out.push(Finding {
                 signal: v.signal.to_string(),
                 verdict: Verdict::Leak,
@@ -256,40 +214,16 @@ fn kept_by(groups: &[&crate::ledger::HandleGroup]) -> String {
 }
 
 /// A judged (not informational) leak verdict.
-fn judged_leak(v: &crate::SignalVerdict) -> bool {
+fn judged_leak(v: &crate::verdict::SignalVerdict) -> bool {
     !v.informational && v.verdict == Verdict::Leak
 }
 
 /// A leaking signal without a place, in words: its estimate per cycle and interval, or its
 /// residue.
-fn signal_words(v: &crate::SignalVerdict) -> String {
+fn signal_words(v: &crate::verdict::SignalVerdict) -> String {
     let [_, per_cycle, detail] = super::words::signal_cells(v);
     match per_cycle.as_str() {
         "-" => format!("leak, {detail}"),
         _ => format!("leak, {per_cycle} per cycle {detail}"),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn places_are_read_from_sites_and_frames() {
-        let p = |s: &str| Place::parse(s).map(|p| p.to_string());
-        assert_eq!(p("src/store.rs:48:22").as_deref(), Some("src/store.rs:48"));
-        assert_eq!(p("my_crate::f (src/store.rs:88)").as_deref(), Some("src/store.rs:88"));
-        assert_eq!(p("src/store.rs:88").as_deref(), Some("src/store.rs:88"));
-        assert_eq!(p("C:\\work\\store.rs:9:1").as_deref(), Some("C:\\work\\store.rs:9"));
-        assert_eq!(p("rocksdb::DBImpl::Write"), None);
-        assert_eq!(p("src/store.rs:0:1"), None);
-    }
-
-    #[test]
-    fn a_place_under_the_checkout_is_relative_to_it() {
-        let p = Place { file: "/home/runner/work/app/app/src/store.rs".into(), line: 3 };
-        assert_eq!(p.relative_to(Path::new("/home/runner/work/app/app")), Path::new("src/store.rs"));
-        let q = Place { file: "src/store.rs".into(), line: 3 };
-        assert_eq!(q.relative_to(Path::new("/home/runner/work/app/app")), Path::new("src/store.rs"));
     }
 }

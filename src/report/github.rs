@@ -5,9 +5,10 @@
 use std::fmt::Write;
 use std::path::Path;
 
-use super::findings::{Finding, Place};
+use super::model::Finding;
 use super::RunReport;
-use crate::Verdict;
+use crate::probe::stacks::Place;
+use crate::verdict::Verdict;
 
 /// The workflow commands of a run's findings, one line each: `::error` for a leak at its place
 /// (the file relative to `root`, the repository's checkout, so that it lands on the diff),

@@ -12,7 +12,7 @@ use super::words;
 use crate::ledger::HandleGroup;
 use crate::signal::Signal;
 use crate::units::{escape_markup as esc, human_bytes};
-use crate::Verdict;
+use crate::verdict::Verdict;
 
 use super::plot::Plot;
 use super::{Comparison, RunReport};

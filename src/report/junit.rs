@@ -8,9 +8,9 @@ use std::io;
 use quick_xml::events::{BytesDecl, BytesText, Event};
 use quick_xml::Writer;
 
-use super::findings::Finding;
+use super::model::Finding;
 use super::RunReport;
-use crate::Verdict;
+use crate::verdict::Verdict;
 
 /// One test case: a judged signal and its outcome.
 struct Case {

@@ -5,6 +5,7 @@
 //! it over the old one), so a run killed at any moment, even with SIGKILL, leaves the last
 //! complete report behind, never a torn one.
 
+mod atomic;
 mod axis;
 mod baseline;
 mod compare;
@@ -24,19 +25,21 @@ pub(crate) mod text;
 pub(crate) mod words;
 pub(crate) mod write;
 
-pub use baseline::{Against, BaselineCheck, DEFAULT_BASELINE_MARGIN};
+pub use crate::probe::stacks::Place;
+pub(crate) use atomic::write_atomic;
+pub use baseline::DEFAULT_BASELINE_MARGIN;
 pub use compare::{compare, CompareLimits, Comparison};
 pub(crate) use csv::SamplesFile;
 pub use csv::{parse_samples_csv, SAMPLES_COLUMNS};
 pub use error::ReportError;
-pub use findings::{Finding, Place};
 pub use html::HTML_FILE;
 pub use junit::junit_xml;
 pub(crate) use model::FLAME_FILE;
 pub use model::{
-    CycleSummary, HeapFunction, HeapStack, RunReport, RunSettings, REPORT_FILE, SAMPLES_FILE, SCHEMA_VERSION,
+    Against, BaselineCheck, CycleSummary, Finding, HeapFunction, HeapStack, RunReport, RunSettings, REPORT_FILE,
+    SAMPLES_FILE, SCHEMA_VERSION,
 };
 pub use read::read;
 pub(crate) use write::write_compare_html;
 #[cfg_attr(not(feature = "cli"), allow(unused_imports))]
-pub(crate) use write::{write_atomic, write_views};
+pub(crate) use write::write_views;

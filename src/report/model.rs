@@ -5,8 +5,9 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::harness::{CycleRecord, HarnessReport, Phase};
-use crate::verdict::{RunVerdict, SignalVerdict};
-use crate::LeakReport;
+use crate::ledger::LeakReport;
+use crate::probe::stacks::Place;
+use crate::verdict::{RunVerdict, SignalVerdict, Verdict};
 
 /// The report schema's version. Readers reject other versions.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -236,7 +237,7 @@ pub struct RunReport {
     pub suppressions: Vec<crate::suppress::SuppressionUse>,
     /// The run held against a baseline report (`--baseline`): what is new, grown or known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub baseline: Option<super::BaselineCheck>,
+    pub baseline: Option<BaselineCheck>,
 }
 
 impl RunReport {
@@ -293,7 +294,7 @@ impl RunReport {
     }
 
     /// The entry of one signal (of a family: its first member).
-    pub fn signal(&self, signal: crate::Signal) -> Option<&SignalVerdict> {
+    pub fn signal(&self, signal: crate::signal::Signal) -> Option<&SignalVerdict> {
         self.verdict.signal(signal)
     }
 
@@ -315,4 +316,54 @@ impl RunReport {
         let v = &self.verdict;
         v.leak_rate.as_ref().and_then(|r| v.signals.iter().find(|s| s.signal == r.signal))
     }
+}
+
+/// One thing that leaked, or that the run could not decide, and where.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Finding {
+    /// The signal that found it (`live_handles.Options`, `retained_bytes`,
+    /// `open_fds_outside_dir`), or `baseline_return`.
+    pub signal: String,
+    /// `leak`, or `inconclusive` for a signal the run could not decide.
+    pub verdict: Verdict,
+    /// What and where in one sentence: `4 Options handles retained, created at src/store.rs:48:22
+    /// (owner task 0_0 / segment 0)`.
+    pub message: String,
+    /// Where to fix it, when known: the creating line of a handle, the first frame of the user's
+    /// code in an allocating stack, the line that dropped a close error.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub place: Option<Place>,
+    /// Its size per cycle, in the signal's unit (bytes, handles, fds), when it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub per_cycle: Option<f64>,
+    /// For an allocating stack: its frames, innermost first (what a suppression's `function`
+    /// matches).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub frames: Vec<String>,
+}
+
+/// One leak of the run, against the baseline.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Against {
+    /// The leak.
+    pub finding: Finding,
+    /// The baseline's size per cycle of the same leak, when it had it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub baseline_per_cycle: Option<f64>,
+}
+
+/// The run against its baseline: report.json's `baseline`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct BaselineCheck {
+    /// The baseline report.
+    pub file: String,
+    /// The margin (a fraction of the baseline's size per cycle).
+    pub margin: f64,
+    /// Leaks the baseline did not have.
+    pub new: Vec<Against>,
+    /// Leaks the baseline had, now larger per cycle by more than the margin.
+    pub more: Vec<Against>,
+    /// Leaks the baseline had, no larger beyond the margin.
+    pub known: Vec<Against>,
 }

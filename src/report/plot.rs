@@ -100,6 +100,17 @@ fn panel(out: &mut String, top: f64, (title, note): (&str, &str), series: &[Seri
         y1 + 30.0
     );
     hover_layer(out, [x0, x1, y0, y1], [xmin, xmax], series, scale);
+    draw_series(out, series, (&sx, &sy), x1, y0);
+}
+
+/// Each series as a line in the plot area, and its key to the right of it (`x1`, from `y0` down).
+fn draw_series(
+    out: &mut String,
+    series: &[Series],
+    (sx, sy): (&dyn Fn(f64) -> f64, &dyn Fn(f64) -> f64),
+    x1: f64,
+    y0: f64,
+) {
     for (i, s) in series.iter().enumerate() {
         let color = COLORS[i % COLORS.len()];
         if s.points.is_empty() {

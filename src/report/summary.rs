@@ -8,7 +8,7 @@ use super::words::rate;
 use super::{Finding, RunReport};
 use crate::signal::Signal;
 use crate::verdict::RuleKind;
-use crate::Verdict;
+use crate::verdict::Verdict;
 
 impl RunReport {
     /// The run in one line: `leak: 4 Options handles retained, created at src/store.rs:48:22 (owner

@@ -61,7 +61,7 @@ fn the_verdict_sits_at_the_top_of_the_json_and_reads_back() {
         settings,
         verdict.clone(),
         CycleSummary::default(),
-        crate::Ledger::new().report(),
+        crate::ledger::Ledger::new().report(),
         150,
         3.0,
         true,
@@ -94,7 +94,7 @@ fn the_page_escapes_what_it_shows_and_loads_nothing() {
     };
     let mut summary = CycleSummary::default();
     summary.integrity_problems.push("cycle 3: key <b>".to_string());
-    let report = RunReport::new(settings, verdict, summary, crate::Ledger::new().report(), 150, 3.0, false);
+    let report = RunReport::new(settings, verdict, summary, crate::ledger::Ledger::new().report(), 150, 3.0, false);
     let dir = tempfile::tempdir().expect("tempdir");
     write::write_dir(dir.path(), &report, &samples).expect("write");
     let page = fs::read_to_string(dir.path().join(HTML_FILE)).expect("page");
@@ -204,9 +204,9 @@ fn a_bad_csv_names_its_line_and_problem() {
 fn leaking_report() -> (RunReport, u32) {
     let samples: Vec<CycleSample> = (0..150).map(sample).collect();
     let verdict = analyze(&samples, None, None, &AnalysisConfig::default());
-    let ledger = crate::Ledger::new();
+    let ledger = crate::ledger::Ledger::new();
     let line = line!() + 1;
-    let token = ledger.register(crate::HandleKind::Options);
+    let token = ledger.register(crate::ledger::HandleKind::Options);
     std::mem::forget(token);
     let settings =
         RunSettings { command: "check".to_string(), store: "kv".to_string(), cycles: 150, ..RunSettings::default() };
@@ -219,7 +219,7 @@ fn findings_say_what_leaked_and_where_first() {
     let findings = report.findings();
     let first = &findings[0];
     assert_eq!(first.signal, "live_handles.Options");
-    assert_eq!(first.verdict, crate::Verdict::Leak);
+    assert_eq!(first.verdict, crate::verdict::Verdict::Leak);
     let place = first.place.as_ref().expect("a place");
     assert_eq!((place.file.as_str(), place.line), ("src/report/tests.rs", line));
     assert!(
@@ -239,7 +239,7 @@ fn findings_say_what_leaked_and_where_first() {
 fn the_brief_table_holds_the_judged_signals_and_the_findings_and_no_raw_signal() {
     let (report, _) = leaking_report();
     let (brief, whole) = (text::brief(&report), text::table(&report));
-    let row = |table: &str, signal: &crate::SignalId| {
+    let row = |table: &str, signal: &crate::signal::SignalId| {
         table.lines().any(|l| l.split_whitespace().next() == Some(signal.to_string().as_str()))
     };
     let raw: Vec<_> = report.verdict.signals.iter().filter(|s| s.informational).collect();
@@ -283,8 +283,8 @@ fn annotations_are_workflow_commands_at_the_leaking_line() {
 fn junit_has_a_case_per_judged_signal_and_a_failure_per_leak() {
     use quick_xml::events::Event;
     let (mut report, line) = leaking_report();
-    report.verdict.signals.push(crate::SignalVerdict::unmeasured(
-        crate::Signal::Integrity.into(),
+    report.verdict.signals.push(crate::verdict::SignalVerdict::unmeasured(
+        crate::signal::Signal::Integrity.into(),
         crate::verdict::Rule::Exact { expected: 0.0 },
         crate::verdict::Unmeasured::NoIntegrityCheck,
     ));
@@ -344,7 +344,12 @@ fn junit_has_a_case_per_judged_signal_and_a_failure_per_leak() {
     let judged: Vec<String> =
         report.verdict.signals.iter().filter(|s| !s.informational).map(|s| s.signal.to_string()).collect();
     assert_eq!(cases, judged, "one case per judged signal, in the report's order");
-    let leaks = report.verdict.signals.iter().filter(|s| !s.informational && s.verdict == crate::Verdict::Leak).count();
+    let leaks = report
+        .verdict
+        .signals
+        .iter()
+        .filter(|s| !s.informational && s.verdict == crate::verdict::Verdict::Leak)
+        .count();
     let fails = failures.iter().filter(|(n, _, _)| n == "failure").count();
     assert_eq!(fails, leaks);
     assert_eq!(suites[0]["tests"], judged.len().to_string());
@@ -367,7 +372,7 @@ fn a_run_of_a_few_samples_is_not_plotted_and_the_page_says_so() {
         RunSettings::default(),
         verdict,
         CycleSummary::default(),
-        crate::Ledger::new().report(),
+        crate::ledger::Ledger::new().report(),
         3,
         0.1,
         true,
@@ -387,9 +392,9 @@ fn a_run_of_a_few_samples_is_not_plotted_and_the_page_says_so() {
     // An undecided run says which judged signals held it, and how many more cycles they need; a
     // corroborating signal's noise does not.
     let (mut undecided, _) = leaking_report();
-    undecided.verdict.verdict = crate::Verdict::Inconclusive;
+    undecided.verdict.verdict = crate::verdict::Verdict::Inconclusive;
     for s in undecided.verdict.signals.iter_mut().filter(|s| !s.informational) {
-        s.verdict = crate::Verdict::Inconclusive;
+        s.verdict = crate::verdict::Verdict::Inconclusive;
         s.more_cycles_needed = Some(120);
     }
     let summary = undecided.summary();
@@ -403,7 +408,7 @@ fn a_clean_return_to_baseline_under_a_leak_says_why_the_two_differ() {
     let (mut report, _) = leaking_report();
     let (first, last) = (sample(0).sample, sample(149).sample);
     report.verdict.baseline_return = Some(crate::verdict::BaselineReturn::judge(&first, &last, 2 << 20));
-    assert_eq!(report.verdict.verdict, crate::Verdict::Leak);
+    assert_eq!(report.verdict.verdict, crate::verdict::Verdict::Leak);
     let line = words::totals_lines(&report).into_iter().find(|l| l.starts_with("return to baseline")).expect("a line");
     assert!(line.starts_with("return to baseline: clean, within 2.0 MiB allowed"), "{line}");
     assert!(line.contains("not the verdict: the leak found by live_handles"), "{line}");
@@ -432,16 +437,23 @@ fn a_clean_summary_says_what_it_rules_out_and_what_was_not_measured() {
     };
     let samples: Vec<CycleSample> = (0..150).map(flat).collect();
     let mut verdict = analyze(&samples, None, None, &AnalysisConfig::default());
-    verdict.signals.push(crate::SignalVerdict::unmeasured(
-        crate::Signal::Integrity.into(),
+    verdict.signals.push(crate::verdict::SignalVerdict::unmeasured(
+        crate::signal::Signal::Integrity.into(),
         crate::verdict::Rule::Exact { expected: 0.0 },
         crate::verdict::Unmeasured::NoIntegrityCheck,
     ));
     let settings = RunSettings { command: "check".to_string(), cycles: 150, ..RunSettings::default() };
-    let report =
-        RunReport::new(settings, verdict, CycleSummary::default(), crate::Ledger::new().report(), 150, 3.0, true);
+    let report = RunReport::new(
+        settings,
+        verdict,
+        CycleSummary::default(),
+        crate::ledger::Ledger::new().report(),
+        150,
+        3.0,
+        true,
+    );
     let summary = report.summary();
-    assert_eq!(report.verdict.verdict, crate::Verdict::Clean, "{summary}");
+    assert_eq!(report.verdict.verdict, crate::verdict::Verdict::Clean, "{summary}");
     assert!(summary.starts_with("clean after 150 cycles: rules out a continuing leak above "), "{summary}");
     assert!(summary.contains("/cycle (unexplained_bytes)"), "{summary}");
     assert!(summary.ends_with("; not measured: integrity"), "{summary}");
@@ -451,8 +463,8 @@ fn a_clean_summary_says_what_it_rules_out_and_what_was_not_measured() {
 #[test]
 fn the_job_summary_opens_with_the_summary_and_lists_what_was_not_measured() {
     let (mut report, _) = leaking_report();
-    report.verdict.signals.push(crate::SignalVerdict::unmeasured(
-        crate::Signal::SwallowedCloseErrors.into(),
+    report.verdict.signals.push(crate::verdict::SignalVerdict::unmeasured(
+        crate::signal::Signal::SwallowedCloseErrors.into(),
         crate::verdict::Rule::Exact { expected: 0.0 },
         crate::verdict::Unmeasured::NoCloseResults,
     ));
@@ -485,26 +497,30 @@ fn an_undecided_signal_that_does_not_judge_says_so_everywhere() {
     let rss = verdict
         .signals
         .iter_mut()
-        .find(|s| s.signal.signal() == crate::Signal::RssAnonOutsideJemallocBytes)
+        .find(|s| s.signal.signal() == crate::signal::Signal::RssAnonOutsideJemallocBytes)
         .expect("rss_anon_outside_jemalloc_bytes");
     assert!(rss.corroborating());
     (rss.verdict, rss.informational, rss.growth, rss.more_cycles_needed) =
-        (crate::Verdict::Inconclusive, false, None, Some(224));
+        (crate::verdict::Verdict::Inconclusive, false, None, Some(224));
     verdict.verdict = crate::verdict::aggregate(&mut verdict.signals);
     let settings = RunSettings { command: "check".to_string(), cycles: 150, ..RunSettings::default() };
     let report = RunReport::new(
         settings.clone(),
         verdict.clone(),
         CycleSummary::default(),
-        crate::Ledger::new().report(),
+        crate::ledger::Ledger::new().report(),
         150,
         3.0,
         true,
     );
-    let undecided: Vec<_> =
-        report.verdict.signals.iter().filter(|s| !s.informational && s.verdict != crate::Verdict::Clean).collect();
-    assert_eq!(report.verdict.verdict, crate::Verdict::Clean, "{undecided:#?}");
-    let rss = report.signal(crate::Signal::RssAnonOutsideJemallocBytes).expect("the row");
+    let undecided: Vec<_> = report
+        .verdict
+        .signals
+        .iter()
+        .filter(|s| !s.informational && s.verdict != crate::verdict::Verdict::Clean)
+        .collect();
+    assert_eq!(report.verdict.verdict, crate::verdict::Verdict::Clean, "{undecided:#?}");
+    let rss = report.signal(crate::signal::Signal::RssAnonOutsideJemallocBytes).expect("the row");
     assert!(rss.informational, "shown, not judged");
     assert!(report.findings().is_empty(), "{:?}", report.findings());
     let table = text::table(&report);
@@ -515,15 +531,22 @@ fn an_undecided_signal_that_does_not_judge_says_so_everywhere() {
     );
     // Growth evidenced: it holds the run, and is its finding.
     let mut held = verdict;
-    let rss =
-        held.signals.iter_mut().find(|s| s.signal.signal() == crate::Signal::RssAnonOutsideJemallocBytes).expect("row");
+    let rss = held
+        .signals
+        .iter_mut()
+        .find(|s| s.signal.signal() == crate::signal::Signal::RssAnonOutsideJemallocBytes)
+        .expect("row");
     rss.informational = false;
-    let unexplained = held.signal(crate::Signal::UnexplainedBytes).and_then(|s| s.growth).expect("a growth");
-    let rss =
-        held.signals.iter_mut().find(|s| s.signal.signal() == crate::Signal::RssAnonOutsideJemallocBytes).expect("row");
+    let unexplained = held.signal(crate::signal::Signal::UnexplainedBytes).and_then(|s| s.growth).expect("a growth");
+    let rss = held
+        .signals
+        .iter_mut()
+        .find(|s| s.signal.signal() == crate::signal::Signal::RssAnonOutsideJemallocBytes)
+        .expect("row");
     rss.growth = Some(crate::verdict::Growth { lower: 1.0, ..unexplained });
     held.verdict = crate::verdict::aggregate(&mut held.signals);
-    let report = RunReport::new(settings, held, CycleSummary::default(), crate::Ledger::new().report(), 150, 3.0, true);
-    assert_eq!(report.verdict.verdict, crate::Verdict::Inconclusive);
+    let report =
+        RunReport::new(settings, held, CycleSummary::default(), crate::ledger::Ledger::new().report(), 150, 3.0, true);
+    assert_eq!(report.verdict.verdict, crate::verdict::Verdict::Inconclusive);
     assert!(report.findings().iter().any(|f| f.signal == "rss_anon_outside_jemalloc_bytes"), "{:?}", report.findings());
 }

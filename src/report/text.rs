@@ -5,7 +5,7 @@ use std::fmt::Write;
 use super::words::{bytes_unavailable, notes, signal_cells, signal_table_note, totals_lines, PER_CYCLE_NOTE};
 use crate::report::RunReport;
 use crate::units::human_bytes;
-use crate::Verdict;
+use crate::verdict::Verdict;
 
 /// `--profile N` at or below which check's text says the bytes read low: on a planted 4 KiB per
 /// cycle leak the allocated slope was 5.1 KiB per cycle unprofiled, 5.2 at 2^19, 4.2 at 2^14 and
@@ -221,7 +221,7 @@ fn totals(out: &mut String, r: &RunReport) {
 fn ledger_section(out: &mut String, r: &RunReport) {
     if !r.ledger.is_clean() {
         let _ = writeln!(out, "\n{}", r.ledger);
-    } else if r.signal(crate::Signal::DeclaredSharedGrowth).is_some_and(|e| e.verdict == Verdict::Leak) {
+    } else if r.signal(crate::signal::Signal::DeclaredSharedGrowth).is_some_and(|e| e.verdict == Verdict::Leak) {
         // The shared set grew: where its handles were declared, most first (the growing line has
         // a count that rises with the cycles).
         let mut groups: Vec<_> = r.ledger.declared_shared.iter().collect();

@@ -5,8 +5,8 @@
 use crate::report::RunReport;
 use crate::signal::Class;
 use crate::units::human_bytes;
+use crate::verdict::Verdict;
 use crate::verdict::{BudgetFrom, RuleKind};
-use crate::Verdict;
 
 pub(crate) use crate::units::rate;
 
@@ -21,7 +21,7 @@ pub(super) fn fmt_num(v: Option<f64>, class: Class) -> String {
 /// One row of the signal table, as text: the verdict (in parentheses when informational, with
 /// "(grows)" when clean with growth evidenced), the estimate per cycle, and its interval or the
 /// exact signal's residue. The text table and report.html show the same cells.
-pub(crate) fn signal_cells(e: &crate::SignalVerdict) -> [String; 3] {
+pub(crate) fn signal_cells(e: &crate::verdict::SignalVerdict) -> [String; 3] {
     if let Some(why) = e.not_measured {
         return [Verdict::NotMeasured.to_string(), "-".to_string(), why.to_string()];
     }
@@ -232,44 +232,9 @@ pub(crate) fn notes(r: &RunReport) -> Vec<String> {
     if let Some(notice) = r.generations.notice.as_ref() {
         out.push(notice.clone());
     }
-    let retained = r.signal(crate::Signal::RetainedBytes);
+    let retained = r.signal(crate::signal::Signal::RetainedBytes);
     if let Some(ret) = retained.and_then(|s| s.retained.as_ref()) {
-        out.push(retained_line(ret));
-        if retained.is_some_and(|s| s.verdict == Verdict::Clean && !s.informational) {
-            out.push(retained_rules_out(ret, &r.generations));
-        }
-        let undecided: Vec<String> = r
-            .verdict
-            .signals
-            .iter()
-            .filter(|s| s.informational && s.verdict == Verdict::Inconclusive)
-            .filter(|s| matches!(s.family(), crate::Signal::UnexplainedBytes | crate::Signal::BytesPerFiring))
-            .map(|s| s.signal.to_string())
-            .collect();
-        if !undecided.is_empty() {
-            out.push(format!(
-                "{}: undecided by the counter's growth rule, shown, not judged: retained_bytes recorded what the cycles allocated",
-                undecided.join(", ")
-            ));
-        }
-        for s in r.verdict.signals.iter().filter(|s| s.informational && s.verdict == Verdict::Leak) {
-            if let (Some(h), Some(e)) = (s.record_holds.filter(|h| h.contradicts()), s.estimate) {
-                out.push(format!(
-                    "{}: a leak by the counter's rule (at least {:.1} B {}), shown, not judged: cycles {}-{} held {} B \
-                     before the store let go, the smallest leak the rule calls would have left {:.0} B there",
-                    s.signal,
-                    e.lower,
-                    if s.family() == crate::Signal::BytesPerFiring { "per firing" } else { "per cycle" },
-                    h.from_cycle,
-                    h.to_cycle,
-                    h.bytes,
-                    h.leak_would_hold
-                ));
-            }
-        }
-        for site in ret.sites.iter().take(5) {
-            out.push(site_line(site));
-        }
+        out.extend(retained_notes(r, ret, retained.is_some_and(|s| s.verdict == Verdict::Clean && !s.informational)));
     }
     for u in &r.suppressions {
         out.push(u.line());
@@ -278,34 +243,7 @@ pub(crate) fn notes(r: &RunReport) -> Vec<String> {
         out.push(format!("statistical verdicts as judged after {j} cycles (the last look so far)"));
     }
     if let Some(ro) = &r.verdict.rules_out {
-        let growth = r.bytes_signal().and_then(|s| s.growth);
-        out.push(format!(
-            "clean: rules out a continuing leak above {}/cycle ({} per store instance): {} grew {} over cycles {}-{}, \
-             against a budget of {} ({}){}",
-            rate(ro.bytes_per_cycle),
-            rate(ro.bytes_per_instance),
-            ro.signal,
-            growth.map_or("-".to_string(), |g| format!(
-                "{} [{}, {}]",
-                human_bytes(g.growth),
-                human_bytes(g.lower),
-                human_bytes(g.upper)
-            )),
-            ro.from_cycle,
-            ro.to_cycle,
-            human_bytes(ro.budget_bytes),
-            match ro.budget_from {
-                BudgetFrom::Total => "the total budget",
-                BudgetFrom::Tolerance => "the tolerance per cycle times the span",
-            },
-            ro.upper_alpha.map_or(String::new(), |a| format!(", at confidence {}", confidence(a)))
-        ));
-        if ro.cache_rounding_bytes_per_cycle > 0.0 {
-            out.push(format!(
-                "       of which {}/cycle is what a filling block cache's rounding allowance could hide over those cycles",
-                rate(ro.cache_rounding_bytes_per_cycle)
-            ));
-        }
+        out.extend(rules_out_lines(r, ro));
     }
     if r.verdict.signals.iter().any(|e| e.growth_below_budget && !e.informational) {
         out.push("warning: \"clean (grows)\": growth below the budget at the last look, yet growth (the interval lies above zero)".to_string());
@@ -321,7 +259,7 @@ pub(crate) fn notes(r: &RunReport) -> Vec<String> {
             ));
         }
     }
-    let handles_leak = r.verdict.signal(crate::Signal::LiveHandles).is_some_and(|e| e.verdict == Verdict::Leak);
+    let handles_leak = r.verdict.signal(crate::signal::Signal::LiveHandles).is_some_and(|e| e.verdict == Verdict::Leak);
     if let (true, Some(q)) = (handles_leak, r.settings.handle_quiet_ms) {
         out.push(format!(
             "live_handles: retained handles were waited for until nothing in the process could release them for {q} ms; a \
@@ -332,6 +270,85 @@ pub(crate) fn notes(r: &RunReport) -> Vec<String> {
         if let Some(n) = e.more_cycles_needed {
             out.push(format!("{}: inconclusive, about {n} more cycles needed", e.signal));
         }
+    }
+    out
+}
+
+/// The notes of the record of allocations: what the judged cycles hold, what a clean verdict
+/// rules out (`judged_clean`), the counter's verdicts shown beside it, the largest sites.
+fn retained_notes(r: &RunReport, ret: &crate::verdict::Retained, judged_clean: bool) -> Vec<String> {
+    let mut out = Vec::new();
+    out.push(retained_line(ret));
+    if judged_clean {
+        out.push(retained_rules_out(ret, &r.generations));
+    }
+    let undecided: Vec<String> = r
+        .verdict
+        .signals
+        .iter()
+        .filter(|s| s.informational && s.verdict == Verdict::Inconclusive)
+        .filter(|s| {
+            matches!(s.family(), crate::signal::Signal::UnexplainedBytes | crate::signal::Signal::BytesPerFiring)
+        })
+        .map(|s| s.signal.to_string())
+        .collect();
+    if !undecided.is_empty() {
+        out.push(format!(
+            "{}: undecided by the counter's growth rule, shown, not judged: retained_bytes recorded what the cycles allocated",
+            undecided.join(", ")
+        ));
+    }
+    for s in r.verdict.signals.iter().filter(|s| s.informational && s.verdict == Verdict::Leak) {
+        if let (Some(h), Some(e)) = (s.record_holds.filter(|h| h.contradicts()), s.estimate) {
+            out.push(format!(
+                "{}: a leak by the counter's rule (at least {:.1} B {}), shown, not judged: cycles {}-{} held {} B \
+                 before the store let go, the smallest leak the rule calls would have left {:.0} B there",
+                s.signal,
+                e.lower,
+                if s.family() == crate::signal::Signal::BytesPerFiring { "per firing" } else { "per cycle" },
+                h.from_cycle,
+                h.to_cycle,
+                h.bytes,
+                h.leak_would_hold
+            ));
+        }
+    }
+    for site in ret.sites.iter().take(5) {
+        out.push(site_line(site));
+    }
+    out
+}
+
+/// What a clean verdict rules out, and the part a filling block cache's rounding could hide.
+fn rules_out_lines(r: &RunReport, ro: &crate::verdict::RulesOut) -> Vec<String> {
+    let mut out = Vec::new();
+    let growth = r.bytes_signal().and_then(|s| s.growth);
+    out.push(format!(
+        "clean: rules out a continuing leak above {}/cycle ({} per store instance): {} grew {} over cycles {}-{}, \
+         against a budget of {} ({}){}",
+        rate(ro.bytes_per_cycle),
+        rate(ro.bytes_per_instance),
+        ro.signal,
+        growth.map_or("-".to_string(), |g| format!(
+            "{} [{}, {}]",
+            human_bytes(g.growth),
+            human_bytes(g.lower),
+            human_bytes(g.upper)
+        )),
+        ro.from_cycle,
+        ro.to_cycle,
+        human_bytes(ro.budget_bytes),
+        match ro.budget_from {
+            BudgetFrom::Total => "the total budget",
+            BudgetFrom::Tolerance => "the tolerance per cycle times the span",
+        },
+        ro.upper_alpha.map_or(String::new(), |a| format!(", at confidence {}", confidence(a)))
+    ));
+    if ro.cache_rounding_bytes_per_cycle > 0.0 {
+        out.push(format!(
+            "       of which {}/cycle is what a filling block cache's rounding allowance could hide over those cycles",
+            rate(ro.cache_rounding_bytes_per_cycle)
+        ));
     }
     out
 }

@@ -41,7 +41,7 @@ use super::plan::validate_from;
 use super::{Mode, RunOptions, DEFAULT_MAX_CYCLES_FACTOR, DEFAULT_SEED};
 use crate::fault::FAULTS_ENV;
 use crate::harness::{CycleCtx, Lifecycle, StoreInfo};
-use crate::{Ledger, Verdict};
+use crate::{ledger::Ledger, verdict::Verdict};
 
 /// Cycles of an annotated test before the first judged one: what the first run keeps on
 /// purpose (a `OnceLock`, a logger, RocksDB's thread pools and its process-wide state) is made in

@@ -6,7 +6,7 @@ use super::drive::drive;
 use super::plan::validate;
 use super::{Mode, RunError, RunOptions, RunOutcome};
 use crate::harness::Lifecycle;
-use crate::Ledger;
+use crate::ledger::Ledger;
 
 /// A leak check of `store`, whose handles are registered in `ledger`, as `leakcheck check` runs
 /// one: the store's default fault plan (or the one given), [`super::DEFAULT_CHECK_CYCLES`]
@@ -117,9 +117,10 @@ impl<L: Lifecycle> Check<'_, L> {
     }
 
     /// Publishes the findings for CI ([`super::Annotations`]; default: GitHub Actions' inside
-    /// GitHub Actions): the workflow commands are printed on stdout when the check ends (the test
-    /// harness shows them with a failing test's output), the job summary appended to
-    /// `$GITHUB_STEP_SUMMARY`.
+    /// GitHub Actions): the job summary appended to `$GITHUB_STEP_SUMMARY` when the check ends,
+    /// the workflow commands printed on stdout by [`RunOutcome::assert_clean`] when it fails (the
+    /// test harness shows them with the failing test's output). `run` itself prints nothing:
+    /// [`RunOutcome::annotations`] has the commands, to print where the caller chooses.
     pub fn annotations(mut self, annotations: super::Annotations) -> Self {
         self.options.annotations = annotations;
         self
@@ -160,8 +161,6 @@ impl<L: Lifecycle> Check<'_, L> {
         // The ledger's depth is the caller's; the report says which it is.
         options.tracking = Some(self.ledger.depth());
         let plan = validate(&options)?;
-        let outcome = drive(self.store, self.ledger, &options, &plan, None)?;
-        print!("{}", outcome.annotations());
-        Ok(outcome)
+        drive(self.store, self.ledger, &options, &plan, None)
     }
 }

@@ -5,18 +5,12 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use super::outcome::invalid;
+use super::outcome::{checkout_root, invalid};
 use super::{RunError, RunOptions, RunOutcome};
 use crate::report::{self, ReportError};
 
 /// The environment variable GitHub Actions names the job summary's file in.
 const STEP_SUMMARY_ENV: &str = "GITHUB_STEP_SUMMARY";
-
-/// Where paths in annotations are relative to: the repository's checkout (`GITHUB_WORKSPACE`),
-/// else the current directory.
-pub(crate) fn checkout_root() -> PathBuf {
-    std::env::var_os("GITHUB_WORKSPACE").map(PathBuf::from).or_else(|| std::env::current_dir().ok()).unwrap_or_default()
-}
 
 /// `--junit FILE`, checked before the run: its directory exists and it is not a directory.
 pub(super) fn check_junit_path(path: &Path) -> Result<(), RunError> {

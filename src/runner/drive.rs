@@ -12,7 +12,7 @@ use super::{heap, RunError, RunOptions, RunOutcome, StoreEnv};
 use crate::harness::Lifecycle;
 use crate::report::{self, CycleSummary, RunReport, RunSettings};
 use crate::verdict::CycleSample;
-use crate::{Harness, Ledger};
+use crate::{harness::Harness, ledger::Ledger};
 
 /// Makes the store with `make` and runs it as `leakcheck check` or `soak` does.
 ///

@@ -7,7 +7,7 @@ use crate::fault::FaultPlanError;
 use crate::harness::HarnessError;
 use crate::ledger::LedgerError;
 use crate::report::{ReportError, RunReport};
-use crate::Verdict;
+use crate::verdict::Verdict;
 
 /// A run could not start or finish. Every variant names the option or file at fault.
 #[derive(Debug, thiserror::Error)]
@@ -122,7 +122,7 @@ impl RunOutcome {
     /// (`GITHUB_WORKSPACE`, else the current directory), so they land on the diff.
     pub fn annotations(&self) -> String {
         if self.annotations {
-            crate::report::github::annotations(&self.report, &super::ci::checkout_root())
+            crate::report::github::annotations(&self.report, &checkout_root())
         } else {
             String::new()
         }
@@ -141,14 +141,17 @@ impl RunOutcome {
 
     /// Panics unless the verdict is clean (or, with a baseline, leaks nothing the baseline did
     /// not), with what leaked and where first, then the verdict table (and in it the ledger's
-    /// retained-handle table) as the message.
+    /// retained-handle table) as the message. Before it panics it prints the CI's workflow
+    /// commands ([`RunOutcome::annotations`]; none outside CI) on stdout.
     ///
     /// # Panics
     /// When the verdict is leak (a new one, with a baseline) or inconclusive.
     #[track_caller]
     pub fn assert_clean(&self) {
         if self.report.verdict.verdict != Verdict::Clean && !self.passes_baseline() {
-            // The table opens with the summary: what leaked and where.
+            // The workflow commands first (empty outside CI), so that the failure lands at its
+            // line; the table opens with the summary: what leaked and where.
+            print!("{}", self.annotations());
             panic!("leakcheck: the store is not clean. {}", self.table());
         }
     }
@@ -176,4 +179,10 @@ pub fn exit_code(v: Verdict) -> u8 {
         Verdict::Leak => 1,
         Verdict::Inconclusive | Verdict::NotMeasured => 3,
     }
+}
+
+/// Where paths in annotations are relative to: the repository's checkout (`GITHUB_WORKSPACE`),
+/// else the current directory.
+pub(crate) fn checkout_root() -> PathBuf {
+    std::env::var_os("GITHUB_WORKSPACE").map(PathBuf::from).or_else(|| std::env::current_dir().ok()).unwrap_or_default()
 }

@@ -13,7 +13,7 @@ use crate::fault::{FaultPlan, FaultPlanError, FAULTS_ENV};
 use crate::harness::Lifecycle;
 use crate::report::RunSettings;
 use crate::verdict::Looks;
-use crate::{Depth, HarnessConfig};
+use crate::{harness::HarnessConfig, ledger::Depth};
 
 /// The options checked against each other, before any file is made.
 #[derive(Debug, Clone)]
@@ -22,7 +22,7 @@ pub(super) struct Plan {
     pub(super) cycles: u64,
     pub(super) max_cycles: Option<u64>,
     pub(super) sample_every: u64,
-    pub(super) suppressions: crate::Suppressions,
+    pub(super) suppressions: crate::suppress::Suppressions,
     /// The baseline report and its path, when one was given.
     pub(super) baseline: Option<(crate::report::RunReport, String)>,
     /// Cycles before the first judged one, when not the analysis's default.
@@ -103,12 +103,12 @@ pub(super) fn validate_from(opts: &RunOptions, min_cycles: u64) -> Result<Plan, 
 
 /// The suppressions in force: the file asked for, else [`DEFAULT_SUPPRESSIONS`] in the current
 /// directory when there is one, else none.
-fn suppressions_of(opts: &RunOptions) -> Result<crate::Suppressions, RunError> {
+fn suppressions_of(opts: &RunOptions) -> Result<crate::suppress::Suppressions, RunError> {
     let default = Path::new(DEFAULT_SUPPRESSIONS);
     match &opts.suppressions {
-        Some(path) => Ok(crate::Suppressions::from_path(path)?),
-        None if default.is_file() => Ok(crate::Suppressions::from_path(default)?),
-        None => Ok(crate::Suppressions::none()),
+        Some(path) => Ok(crate::suppress::Suppressions::from_path(path)?),
+        None if default.is_file() => Ok(crate::suppress::Suppressions::from_path(default)?),
+        None => Ok(crate::suppress::Suppressions::none()),
     }
 }
 

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::{Depth, Ledger};
+use crate::{ledger::Depth, ledger::Ledger};
 
 /// `check` decides (the default); `soak` keeps going for its duration or cycles and keeps the
 /// report directory current.

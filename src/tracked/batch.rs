@@ -4,7 +4,7 @@ use std::panic::Location;
 
 use rocksdb::WriteBatchWithTransaction;
 
-use crate::{HandleKind, Ledger, Token};
+use crate::{ledger::HandleKind, ledger::Ledger, ledger::Token};
 
 /// A tracked write batch: `WriteBatch` by default, or the batch of an optimistic transaction DB
 /// (`TrackedWriteBatch<true>`, rust-rocksdb's `WriteBatchWithTransaction<true>`). Writing it

@@ -14,7 +14,7 @@ use rocksdb::{
 use super::options::OptionHolds;
 use super::{TrackedOptions, TrackedWriteBatch};
 use crate::ledger::lock;
-use crate::{CloseResult, HandleKind, Hold, Ledger, Token};
+use crate::{ledger::CloseResult, ledger::HandleKind, ledger::Hold, ledger::Ledger, ledger::Token};
 
 /// A tracked column family descriptor: a name and the options it owns.
 pub struct TrackedCfDescriptor {

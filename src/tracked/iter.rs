@@ -9,7 +9,7 @@ use rocksdb::{
 };
 
 use super::TrackedReadOptions;
-use crate::{HandleKind, Token};
+use crate::{ledger::HandleKind, ledger::Token};
 
 /// A tracked `DBIterator`. An iterator that is never dropped keeps its SST files pinned: the
 /// range-scan leak class (KAFKA-19748).
@@ -211,7 +211,7 @@ macro_rules! tracked_reads {
             $crate::tracked::TrackedIterator::new(
                 self.inner.iterator(mode),
                 None,
-                self.iter_token($crate::HandleKind::Iterator),
+                self.iter_token($crate::ledger::HandleKind::Iterator),
             )
         }
 
@@ -222,7 +222,7 @@ macro_rules! tracked_reads {
             mode: rocksdb::IteratorMode,
             readopts: $crate::tracked::TrackedReadOptions,
         ) -> $crate::tracked::TrackedIterator<'b, $access> {
-            let token = self.iter_token($crate::HandleKind::Iterator);
+            let token = self.iter_token($crate::ledger::HandleKind::Iterator);
             let $crate::tracked::TrackedReadOptions { inner, token: ro } = readopts;
             $crate::tracked::TrackedIterator::new(self.inner.iterator_opt(mode, inner), Some(ro), token)
         }
@@ -237,7 +237,7 @@ macro_rules! tracked_reads {
             $crate::tracked::TrackedIterator::new(
                 self.inner.iterator_cf(cf, mode),
                 None,
-                self.iter_token($crate::HandleKind::Iterator),
+                self.iter_token($crate::ledger::HandleKind::Iterator),
             )
         }
 
@@ -249,7 +249,7 @@ macro_rules! tracked_reads {
             readopts: $crate::tracked::TrackedReadOptions,
             mode: rocksdb::IteratorMode,
         ) -> $crate::tracked::TrackedIterator<'b, $access> {
-            let token = self.iter_token($crate::HandleKind::Iterator);
+            let token = self.iter_token($crate::ledger::HandleKind::Iterator);
             let $crate::tracked::TrackedReadOptions { inner, token: ro } = readopts;
             $crate::tracked::TrackedIterator::new(self.inner.iterator_cf_opt(cf, inner, mode), Some(ro), token)
         }
@@ -263,7 +263,7 @@ macro_rules! tracked_reads {
             $crate::tracked::TrackedIterator::new(
                 self.inner.full_iterator(mode),
                 None,
-                self.iter_token($crate::HandleKind::Iterator),
+                self.iter_token($crate::ledger::HandleKind::Iterator),
             )
         }
 
@@ -278,7 +278,7 @@ macro_rules! tracked_reads {
             $crate::tracked::TrackedIterator::new(
                 self.inner.full_iterator_cf(cf, mode),
                 None,
-                self.iter_token($crate::HandleKind::Iterator),
+                self.iter_token($crate::ledger::HandleKind::Iterator),
             )
         }
 
@@ -291,7 +291,7 @@ macro_rules! tracked_reads {
             $crate::tracked::TrackedIterator::new(
                 self.inner.prefix_iterator(prefix),
                 None,
-                self.iter_token($crate::HandleKind::Iterator),
+                self.iter_token($crate::ledger::HandleKind::Iterator),
             )
         }
 
@@ -305,7 +305,7 @@ macro_rules! tracked_reads {
             $crate::tracked::TrackedIterator::new(
                 self.inner.prefix_iterator_cf(cf, prefix),
                 None,
-                self.iter_token($crate::HandleKind::Iterator),
+                self.iter_token($crate::ledger::HandleKind::Iterator),
             )
         }
 
@@ -315,7 +315,7 @@ macro_rules! tracked_reads {
             $crate::tracked::TrackedRawIterator::new(
                 self.inner.raw_iterator(),
                 None,
-                self.iter_token($crate::HandleKind::RawIterator),
+                self.iter_token($crate::ledger::HandleKind::RawIterator),
             )
         }
 
@@ -328,7 +328,7 @@ macro_rules! tracked_reads {
             $crate::tracked::TrackedRawIterator::new(
                 self.inner.raw_iterator_cf(cf),
                 None,
-                self.iter_token($crate::HandleKind::RawIterator),
+                self.iter_token($crate::ledger::HandleKind::RawIterator),
             )
         }
 
@@ -338,7 +338,7 @@ macro_rules! tracked_reads {
             &'a self,
             readopts: $crate::tracked::TrackedReadOptions,
         ) -> $crate::tracked::TrackedRawIterator<'b, $access> {
-            let token = self.iter_token($crate::HandleKind::RawIterator);
+            let token = self.iter_token($crate::ledger::HandleKind::RawIterator);
             let $crate::tracked::TrackedReadOptions { inner, token: ro } = readopts;
             $crate::tracked::TrackedRawIterator::new(self.inner.raw_iterator_opt(inner), Some(ro), token)
         }
@@ -350,7 +350,7 @@ macro_rules! tracked_reads {
             cf: &impl rocksdb::AsColumnFamilyRef,
             readopts: $crate::tracked::TrackedReadOptions,
         ) -> $crate::tracked::TrackedRawIterator<'b, $access> {
-            let token = self.iter_token($crate::HandleKind::RawIterator);
+            let token = self.iter_token($crate::ledger::HandleKind::RawIterator);
             let $crate::tracked::TrackedReadOptions { inner, token: ro } = readopts;
             $crate::tracked::TrackedRawIterator::new(self.inner.raw_iterator_cf_opt(cf, inner), Some(ro), token)
         }
@@ -358,7 +358,10 @@ macro_rules! tracked_reads {
         /// A tracked snapshot.
         #[track_caller]
         pub fn snapshot(&self) -> $crate::tracked::TrackedSnapshot<'_, $access> {
-            $crate::tracked::TrackedSnapshot::new(self.inner.snapshot(), self.iter_token($crate::HandleKind::Snapshot))
+            $crate::tracked::TrackedSnapshot::new(
+                self.inner.snapshot(),
+                self.iter_token($crate::ledger::HandleKind::Snapshot),
+            )
         }
     };
 }

@@ -44,7 +44,7 @@ pub use txn::{
 pub use rocksdb::{Direction, IteratorMode, MultiThreaded, SingleThreaded};
 
 #[allow(unused_imports)]
-use crate::Token;
+use crate::ledger::Token;
 
 /// Implements `Deref`/`DerefMut` to the wrapped rust-rocksdb object (field `inner`) and
 /// `token()`.
@@ -69,7 +69,7 @@ macro_rules! deref_and_token {
         impl $(<$($lt,)* $($gen: $bound),*>)? $ty $(<$($lt,)* $($gen),*>)? {
             /// This handle's ledger token (its id, kind and ledger; declare it shared with
             /// [`crate::Ledger::declare_shared`]).
-            pub fn token(&self) -> &crate::Token {
+            pub fn token(&self) -> &crate::ledger::Token {
                 &self.token
             }
         }

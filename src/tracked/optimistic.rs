@@ -13,7 +13,7 @@ use rocksdb::{OptimisticTransactionDB, OptimisticTransactionOptions, SingleThrea
 use super::db::{register_cfs, split_descriptors, tracked_cfs, CfSet, Consumed};
 use super::options::OptionHolds;
 use super::{deref_and_token, TrackedCfDescriptor, TrackedOptions, TrackedTransaction, TrackedWriteBatch};
-use crate::{CloseResult, HandleKind, Ledger, Token};
+use crate::{ledger::CloseResult, ledger::HandleKind, ledger::Ledger, ledger::Token};
 
 /// Tracked `OptimisticTransactionOptions` (whether a transaction sets a snapshot), for
 /// [`TrackedOptimisticTransactionDb::transaction_opt`].

@@ -6,7 +6,7 @@ use std::panic::Location;
 use rocksdb::{BlockBasedOptions, Cache, Env, Options, ReadOptions, WriteBufferManager, WriteOptions};
 
 use super::deref_and_token;
-use crate::{HandleKind, Hold, Ledger, Token};
+use crate::{ledger::HandleKind, ledger::Hold, ledger::Ledger, ledger::Token};
 
 /// A tracked block or row cache (LRU or HyperClock).
 pub struct TrackedCache {

@@ -6,7 +6,7 @@ use rocksdb::checkpoint::Checkpoint;
 use rocksdb::{SstFileWriter, ThreadMode};
 
 use super::{deref_and_token, TrackedDb, TrackedOptimisticTransactionDb, TrackedOptions};
-use crate::{HandleKind, Token};
+use crate::{ledger::HandleKind, ledger::Token};
 
 /// A tracked checkpoint object.
 pub struct TrackedCheckpoint<'db> {

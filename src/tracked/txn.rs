@@ -15,7 +15,7 @@ use rocksdb::{SingleThreaded, ThreadMode, Transaction, TransactionDB, Transactio
 use super::db::{register_cfs, split_descriptors, tracked_cfs, CfSet, Consumed};
 use super::options::OptionHolds;
 use super::{deref_and_token, TrackedCfDescriptor, TrackedEnv, TrackedOptions, TrackedWriteOptions};
-use crate::{CloseResult, HandleKind, Hold, Ledger, Token};
+use crate::{ledger::CloseResult, ledger::HandleKind, ledger::Hold, ledger::Ledger, ledger::Token};
 
 /// Tracked `TransactionDBOptions` (lock timeouts, stripes), for [`TrackedTransactionDb::open`].
 pub struct TrackedTransactionDbOptions {

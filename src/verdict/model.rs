@@ -434,6 +434,42 @@ impl TryFrom<Wire> for SignalVerdict {
     }
 }
 
+impl SignalVerdict {
+    /// The `retained_bytes` row: a leak when the age rule calls a site one (the estimate is those
+    /// sites' bytes per judged cycle); inconclusive while a site's question is open or too few
+    /// cycles are judged; else clean.
+    pub(crate) fn of_retained(r: super::Retained) -> SignalVerdict {
+        let mut v = SignalVerdict::undecided(Signal::RetainedBytes.into(), Rule::Exact { expected: 0.0 });
+        let need = super::retained::min_judged_cycles();
+        v.verdict = match (r.leaks(), r.cycles()) {
+            (true, _) => Verdict::Leak,
+            (false, judged) if judged < super::retained::EARLY_JUDGED_CYCLES => {
+                v.more_cycles_needed = Some(super::retained::EARLY_JUDGED_CYCLES - judged);
+                Verdict::Inconclusive
+            }
+            // Nothing old anywhere: decided before a leak could be called.
+            (false, judged) if judged < need && r.nothing_old() => Verdict::Clean,
+            (false, judged) if judged < need => {
+                v.more_cycles_needed = Some(need - judged);
+                Verdict::Inconclusive
+            }
+            (false, _) if r.open() => {
+                v.more_cycles_needed = r.cycles_to_settle();
+                Verdict::Inconclusive
+            }
+            (false, _) => Verdict::Clean,
+        };
+        v.cycles = r.cycles() as usize;
+        let per_cycle = r.recurring_bytes as f64 / r.cycles().max(1) as f64;
+        v.estimate = Some(Estimate::new(per_cycle, per_cycle, per_cycle));
+        let largest = r.sites.iter().filter(|s| s.recurs()).map(|s| s.bytes).max().unwrap_or(0);
+        let first = r.sites.iter().filter(|s| s.recurs()).map(|s| s.first_cycle).min();
+        v.residue = Some(Residue { max: largest as f64, first_cycle: first.map(|c| c as usize) });
+        v.retained = Some(r);
+        v
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

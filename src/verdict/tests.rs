@@ -386,7 +386,8 @@ fn a_look_whose_counter_leaks_the_record_refutes_is_the_records() {
             v.note_record_holds(signal, holds);
         }
     };
-    let clean_record = || retained::verdict(Retained::of(20, 398, [(37, crate::probe::generations::Live::default())]));
+    let clean_record =
+        || SignalVerdict::of_retained(Retained::of(20, 398, [(37, crate::probe::generations::Live::default())]));
     let judged = |mut v: RunVerdict| {
         v.add_retained(clean_record());
         v.verdict

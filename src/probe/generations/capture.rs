@@ -291,7 +291,7 @@ static UNMAPPED: AtomicBool = AtomicBool::new(false);
 
 impl Store {
     fn lock(&self) {
-        super::table::spin_lock(&self.locked);
+        super::mapped::spin_lock(&self.locked);
     }
 
     fn unlock(&self) {
@@ -313,10 +313,10 @@ pub(crate) fn resident_bytes() -> u64 {
         if i.index.is_null() {
             return 0;
         }
-        super::table::resident_of(i.index.cast(), INDEX_SLOTS * std::mem::size_of::<u32>())
-            + super::table::resident_of(i.stacks.cast(), MAX_STACKS as usize * std::mem::size_of::<Stack>())
+        super::mapped::resident_of(i.index.cast(), INDEX_SLOTS * std::mem::size_of::<u32>())
+            + super::mapped::resident_of(i.stacks.cast(), MAX_STACKS as usize * std::mem::size_of::<Stack>())
     });
-    interned + super::table::resident_of_static(&TURNOVER) + super::table::resident_of_static(&FIRST_SEEN)
+    interned + super::mapped::resident_of_static(&TURNOVER) + super::mapped::resident_of_static(&FIRST_SEEN)
 }
 
 pub(crate) fn lock_for_fork() {
@@ -336,8 +336,8 @@ impl Interned {
         if UNMAPPED.load(Ordering::Relaxed) {
             return false;
         }
-        let index = super::table::map_zeroed(INDEX_SLOTS * std::mem::size_of::<u32>());
-        let stacks = super::table::map_zeroed(MAX_STACKS as usize * std::mem::size_of::<Stack>());
+        let index = super::mapped::map_zeroed(INDEX_SLOTS * std::mem::size_of::<u32>());
+        let stacks = super::mapped::map_zeroed(MAX_STACKS as usize * std::mem::size_of::<Stack>());
         match (index, stacks) {
             (Ok(i), Ok(s)) => {
                 self.index = i.cast();

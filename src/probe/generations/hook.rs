@@ -82,17 +82,9 @@ const ALLOC_RALLOCX: libc::c_int = 9;
 const DALLOC_REALLOC: libc::c_int = 3;
 const DALLOC_RALLOCX: libc::c_int = 4;
 
-thread_local! {
-    /// Depth of [`bookkeeping`] on this thread: while above zero, this thread's allocations are
-    /// leakcheck's own. A `const` thread-local of a type without a destructor: reading it never
-    /// allocates and works during thread teardown.
-    static BOOKKEEPING: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
-}
-
 /// The generation an allocation made now, on this thread, belongs to.
 fn charged_to() -> u32 {
-    let bookkeeping = BOOKKEEPING.try_with(|d| d.get() > 0).unwrap_or(false);
-    if bookkeeping {
+    if crate::bookkeeping::in_bookkeeping() {
         RUNNER
     } else {
         CURRENT.load(Ordering::Relaxed)
@@ -275,7 +267,7 @@ pub(crate) struct Installed(usize);
 /// Installs the hooks. The caller makes sure this happens once per process.
 pub(crate) fn install() -> Result<Installed, InstallError> {
     super::table::map_counts().map_err(InstallError::Map)?;
-    super::table::guard_fork();
+    guard_fork();
     let mut hooks = Hooks { alloc: on_alloc, dalloc: on_dalloc, expand: on_expand, extra: std::ptr::null_mut() };
     let mut handle: *mut c_void = std::ptr::null_mut();
     let mut len = std::mem::size_of::<*mut c_void>();
@@ -294,6 +286,31 @@ pub(crate) fn install() -> Result<Installed, InstallError> {
         return Err(InstallError::Mallctl(code));
     }
     Ok(Installed(handle as usize))
+}
+
+extern "C" fn before_fork() {
+    TABLE.lock_all();
+    STACK_OF.lock_all();
+    CHAIN_OF.lock_all();
+    LARGE_OF.lock_all();
+    capture::lock_for_fork();
+}
+
+extern "C" fn after_fork() {
+    capture::unlock_after_fork();
+    LARGE_OF.unlock_all();
+    CHAIN_OF.unlock_all();
+    STACK_OF.unlock_all();
+    TABLE.unlock_all();
+}
+
+/// Takes every shard's lock across `fork` (in the parent and released in both), once.
+pub(crate) fn guard_fork() {
+    static DONE: std::sync::Once = std::sync::Once::new();
+    DONE.call_once(|| {
+        // SAFETY: the handlers are plain functions that only touch the static tables' atomics.
+        unsafe { libc::pthread_atfork(Some(before_fork), Some(after_fork), Some(after_fork)) };
+    });
 }
 
 /// Removes installed hooks (used when they turn out to see nothing of C `malloc`).
@@ -355,17 +372,4 @@ pub(crate) fn live(generation: u32) -> (i64, i64) {
 /// Adds to [`BEFORE`]'s counts (what existed when the hooks went in).
 pub(crate) fn add_before(bytes: i64, allocations: i64) {
     add_counts(BEFORE, bytes, allocations);
-}
-
-/// Runs `f` with this thread's allocations charged to [`RUNNER`].
-pub(crate) fn bookkeeping<T>(f: impl FnOnce() -> T) -> T {
-    struct Depth;
-    impl Drop for Depth {
-        fn drop(&mut self) {
-            let _ = BOOKKEEPING.try_with(|d| d.set(d.get().saturating_sub(1)));
-        }
-    }
-    let _ = BOOKKEEPING.try_with(|d| d.set(d.get() + 1));
-    let _depth = Depth;
-    f()
 }

@@ -21,6 +21,8 @@ mod capture;
 #[allow(unsafe_code)]
 mod hook;
 #[allow(unsafe_code)]
+mod mapped;
+#[allow(unsafe_code)]
 mod table;
 #[allow(unsafe_code)]
 mod unwind;
@@ -366,7 +368,7 @@ pub(crate) fn untouched_bytes() -> Option<u64> {
         |address, size| {
             // A block freed and unmapped since the visit began is skipped: its pages are gone
             // from both counts.
-            if let Some(resident) = table::resident_in(address, size as usize) {
+            if let Some(resident) = mapped::resident_in(address, size as usize) {
                 untouched += size.saturating_sub(resident);
             }
         },
@@ -374,10 +376,4 @@ pub(crate) fn untouched_bytes() -> Option<u64> {
     (!table::LARGE_OF.broken()).then_some(untouched)
 }
 
-/// Runs `f` with this thread's allocations charged to leakcheck's bookkeeping, not to the
-/// current generation: the runner's samples, the ledger's records, verdicts and reports. Frees
-/// are always charged to the generation that made the allocation. Costs two thread-local
-/// writes; works whether or not generations are installed.
-pub(crate) fn bookkeeping<T>(f: impl FnOnce() -> T) -> T {
-    hook::bookkeeping(f)
-}
+pub(crate) use crate::bookkeeping::bookkeeping;

@@ -25,6 +25,8 @@
 use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicPtr, AtomicU64, Ordering};
 
+use super::mapped::{map_zeroed, resident_of, spin_lock};
+
 /// Shards: independent tables, so threads on different shards never wait for each other.
 const SHARD_BITS: u32 = 6;
 const SHARDS: usize = 1 << SHARD_BITS;
@@ -212,21 +214,6 @@ fn home(h: u64, log2: u32) -> usize {
     ((h << SHARD_BITS) >> (64 - log2)) as usize
 }
 
-/// Takes a spin lock: spins a few hundred times, then yields between tries, so that a holder
-/// that was preempted runs. Allocates nothing (the hooks' locks).
-pub(crate) fn spin_lock(locked: &AtomicBool) {
-    let mut spins = 0u32;
-    while locked.compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed).is_err() {
-        spins += 1;
-        if spins < 256 {
-            std::hint::spin_loop();
-        } else {
-            // SAFETY: sched_yield has no preconditions and does not allocate.
-            unsafe { libc::sched_yield() };
-        }
-    }
-}
-
 impl Shard {
     /// Runs `f` with the shard's table, under its lock.
     fn with<T>(&self, f: impl FnOnce(&mut Inner) -> T) -> T {
@@ -369,65 +356,6 @@ impl Inner {
             mapped.fetch_sub(old_bytes as u64, Ordering::Relaxed);
         }
         true
-    }
-}
-
-/// Resident bytes of the `len` bytes mapped at `addr` (page-aligned), read with `mincore`. Makes
-/// no allocation (callable with a table's lock held); 0 where `mincore` fails.
-pub(crate) fn resident_of(addr: *mut libc::c_void, len: usize) -> u64 {
-    resident_in(addr as usize, len).unwrap_or(0)
-}
-
-/// Resident bytes of the pages under `addr..addr + len` (rounded out to whole pages), read with
-/// `mincore`; `None` where part of it is not mapped (a block freed and given back meanwhile).
-/// Makes no allocation and never touches the memory it reads of.
-pub(crate) fn resident_in(addr: usize, len: usize) -> Option<u64> {
-    // SAFETY: sysconf has no preconditions.
-    let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096).max(1);
-    let from = addr - addr % page;
-    let len = (addr + len).div_ceil(page) * page - from;
-    let mut pages = [0u8; 4096];
-    let (mut resident, mut offset) = (0u64, 0usize);
-    while offset < len {
-        let chunk = (len - offset).min(pages.len() * page);
-        // SAFETY: `mincore` reads the page table only: an unmapped range is an error (ENOMEM),
-        // never a fault. `from + offset` is a multiple of the page size and `pages` has a byte
-        // for each of the chunk's pages.
-        let ok = unsafe { libc::mincore((from + offset) as *mut libc::c_void, chunk, pages.as_mut_ptr()) } == 0;
-        if !ok {
-            return None;
-        }
-        resident += pages[..chunk.div_ceil(page)].iter().filter(|p| **p & 1 == 1).count() as u64 * page as u64;
-        offset += chunk;
-    }
-    Some(resident)
-}
-
-/// Resident bytes of the pages a static array occupies (its first and last page rounded out,
-/// which other statics may share: a constant, so growth is the array's own). Its pages are
-/// touched as stack ids are handed out, so they grow with the stacks seen, outside jemalloc.
-pub(crate) fn resident_of_static<T>(array: &[T]) -> u64 {
-    resident_of(array.as_ptr().cast_mut().cast(), std::mem::size_of_val(array))
-}
-
-/// `bytes` of zeroed, private memory straight from the kernel (never from `malloc`): address space
-/// only until touched (`MAP_NORESERVE`). The error is the OS's errno.
-pub(crate) fn map_zeroed(bytes: usize) -> Result<*mut libc::c_void, i32> {
-    // SAFETY: an anonymous private mapping with no address hint; the result is checked.
-    let p = unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
-            bytes,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
-            -1,
-            0,
-        )
-    };
-    if p == libc::MAP_FAILED {
-        Err(std::io::Error::last_os_error().raw_os_error().unwrap_or(0))
-    } else {
-        Ok(p)
     }
 }
 
@@ -672,42 +600,19 @@ impl Table {
         self.mapped_bytes.load(Ordering::Relaxed)
     }
 
-    fn lock_all(&self) {
+    /// Takes every shard's lock (before `fork`).
+    pub(crate) fn lock_all(&self) {
         for shard in &self.shards {
             spin_lock(&shard.locked);
         }
     }
 
-    fn unlock_all(&self) {
+    /// Releases every shard's lock (after `fork`, in the parent and the child).
+    pub(crate) fn unlock_all(&self) {
         for shard in &self.shards {
             shard.locked.store(false, Ordering::Release);
         }
     }
-}
-
-extern "C" fn before_fork() {
-    TABLE.lock_all();
-    STACK_OF.lock_all();
-    CHAIN_OF.lock_all();
-    LARGE_OF.lock_all();
-    super::capture::lock_for_fork();
-}
-
-extern "C" fn after_fork() {
-    super::capture::unlock_after_fork();
-    LARGE_OF.unlock_all();
-    CHAIN_OF.unlock_all();
-    STACK_OF.unlock_all();
-    TABLE.unlock_all();
-}
-
-/// Takes every shard's lock across `fork` (in the parent and released in both), once.
-pub(crate) fn guard_fork() {
-    static DONE: std::sync::Once = std::sync::Once::new();
-    DONE.call_once(|| {
-        // SAFETY: the handlers are plain functions that only touch the static tables' atomics.
-        unsafe { libc::pthread_atfork(Some(before_fork), Some(after_fork), Some(after_fork)) };
-    });
 }
 
 #[cfg(test)]

@@ -90,7 +90,7 @@ pub(crate) fn verify(on: bool) {
 /// Resident bytes of the cache (a static array whose pages are touched as return addresses are
 /// learned): the measuring's own memory, outside jemalloc.
 pub(crate) fn resident_bytes() -> u64 {
-    super::table::resident_of_static(&CACHE)
+    super::mapped::resident_of_static(&CACHE)
 }
 
 /// Stacks walked from the cache, by libgcc, and walked differently while verifying.

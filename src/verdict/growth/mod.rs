@@ -308,14 +308,7 @@ impl<'a> Series<'a> {
         let leak = lower - jumps.single_rise > budget && still_growing;
         let evidence = self.evidenced(lower, &jumps, &small);
         let evidenced = evidence != Evidenced::No;
-        // Evidenced growth waits for a later look only where waiting can decide it: under a
-        // total budget, which a steady leak's growth passes as the span grows. Without one the
-        // budget grows as fast as growth at the tolerance does.
-        let waits = match evidence {
-            Evidenced::No => false,
-            Evidenced::Growth => self.rule.budget.is_some(),
-            Evidenced::OneRelease => true,
-        };
+        let waits = self.waits(evidence);
         // At the last look no later one can narrow the interval: growth the run could not bound
         // by the total budget is clean when the per-cycle tolerance bounds it, and the verdict
         // says so (`budget_from` tolerance, and what it rules out, larger).
@@ -326,12 +319,10 @@ impl<'a> Series<'a> {
             (budget, budget_from)
         };
         let clean = upper < budget && retired && !pending && (!waits || last_look);
-        let verdict = if leak {
-            Verdict::Leak
-        } else if clean {
-            Verdict::Clean
-        } else {
-            Verdict::Inconclusive
+        let verdict = match (leak, clean) {
+            (true, _) => Verdict::Leak,
+            (false, true) => Verdict::Clean,
+            (false, false) => Verdict::Inconclusive,
         };
         let g = Growth {
             from_cycle: self.mid.ceil() as u64,
@@ -353,6 +344,17 @@ impl<'a> Series<'a> {
             retention: if retired { jumps.largest_rise } else { None },
             more_cycles_needed,
             growth_below_budget: clean && evidenced,
+        }
+    }
+
+    /// Whether evidenced growth waits for a later look: only where waiting can decide it, under a
+    /// total budget, which a steady leak's growth passes as the span grows. Without one the
+    /// budget grows as fast as growth at the tolerance does.
+    fn waits(&self, evidence: Evidenced) -> bool {
+        match evidence {
+            Evidenced::No => false,
+            Evidenced::Growth => self.rule.budget.is_some(),
+            Evidenced::OneRelease => true,
         }
     }
 

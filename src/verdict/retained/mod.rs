@@ -15,10 +15,7 @@ use serde::{Deserialize, Serialize};
 
 use self::age::{AgeFacts, Aged, Open};
 use self::consumer::Consumer;
-use super::model::{Estimate, Residue, Rule, SignalVerdict};
-use super::Verdict;
 use crate::probe::generations::Live;
-use crate::signal::Signal;
 
 /// What the record held against a leak the counter's growth rule found (`unexplained_bytes`,
 /// `bytes_per_firing.*`): the smallest leak that rule calls (its threshold per cycle, or per
@@ -313,14 +310,6 @@ pub(crate) fn sites(held: &[Held], at: age::Span, facts: &SiteFacts<'_>, named: 
         }
     }
     let now = at.last + 1;
-    fn history<'h>(facts: &SiteFacts<'_>, now: u64, id: u32, g: &Group, holds: &'h [(u64, u64)]) -> age::History<'h> {
-        let mut h = age::History::of(holds);
-        h.turnover = (facts.turnover)(id);
-        h.class_turnover = g.sizes.iter().filter_map(|&s| (facts.class_turnover)(s)).max();
-        h.watched_for = (facts.first_seen)(id).map_or(0, |c| now.saturating_sub(c));
-        h.growth = g.growth;
-        h
-    }
     // First without consumers: only what holds old residue (a leak, one short of one, or kept)
     // asks which consumer it fills, so that only those stacks are named.
     let mut judged: Vec<Judged> = stacked
@@ -334,30 +323,7 @@ pub(crate) fn sites(held: &[Held], at: age::Span, facts: &SiteFacts<'_>, named: 
             (id, holds, aged, f, consumer)
         })
         .collect();
-    // Each consumer's report spread over what its candidate stacks hold.
-    let mut share: BTreeMap<Consumer, f64> = BTreeMap::new();
-    if let Some(m) = facts.reported {
-        for kind in Consumer::ALL.into_iter().filter(|k| !k.bounded_by_time()) {
-            let held: u64 =
-                judged.iter().filter(|j| j.4 == Some(kind)).map(|j| j.1.iter().map(|(_, b)| b).sum::<u64>()).sum();
-            if held > 0 {
-                share.insert(kind, (kind.budget(m) / held as f64).min(1.0));
-            }
-        }
-    }
-    for (id, holds, aged, f, consumer) in &mut judged {
-        if let Some(kind) = *consumer {
-            let g = &stacked[id];
-            let mut h = history(facts, now, *id, g, holds);
-            match facts.reported {
-                // Held for a time: what is younger than it turns over.
-                _ if kind.bounded_by_time() => h.turnover = h.turnover.max(Some(facts.periodic_window)),
-                Some(_) => h.explained_share = share.get(&kind).copied().unwrap_or(0.0),
-                None => h.unreported_consumer = true,
-            }
-            (*aged, *f) = age::judge(&h, at);
-        }
-    }
+    let share = judge_with_consumers(&mut judged, &stacked, facts, now, at);
     let mut out: Vec<RetainedSite> = judged
         .into_iter()
         .map(|(id, _, aged, f, consumer)| {
@@ -394,6 +360,54 @@ pub(crate) fn sites(held: &[Held], at: age::Span, facts: &SiteFacts<'_>, named: 
             .then_with(|| a.function.cmp(&b.function))
     });
     out
+}
+
+/// A stack's history as the age rule reads it.
+fn history<'h>(facts: &SiteFacts<'_>, now: u64, id: u32, g: &Group, holds: &'h [(u64, u64)]) -> age::History<'h> {
+    let mut h = age::History::of(holds);
+    h.turnover = (facts.turnover)(id);
+    h.class_turnover = g.sizes.iter().filter_map(|&s| (facts.class_turnover)(s)).max();
+    h.watched_for = (facts.first_seen)(id).map_or(0, |c| now.saturating_sub(c));
+    h.growth = g.growth;
+    h
+}
+
+/// Judges again the stacks whose old residue fills a consumer of RocksDB's (a cache, a
+/// memtable): a share of the consumer's report each, or the time it holds what it holds.
+/// Returns each consumer's share.
+fn judge_with_consumers(
+    judged: &mut [Judged],
+    stacked: &std::collections::BTreeMap<u32, Group>,
+    facts: &SiteFacts<'_>,
+    now: u64,
+    at: age::Span,
+) -> std::collections::BTreeMap<Consumer, f64> {
+    use std::collections::BTreeMap;
+    // Each consumer's report spread over what its candidate stacks hold.
+    let mut share: BTreeMap<Consumer, f64> = BTreeMap::new();
+    if let Some(m) = facts.reported {
+        for kind in Consumer::ALL.into_iter().filter(|k| !k.bounded_by_time()) {
+            let held: u64 =
+                judged.iter().filter(|j| j.4 == Some(kind)).map(|j| j.1.iter().map(|(_, b)| b).sum::<u64>()).sum();
+            if held > 0 {
+                share.insert(kind, (kind.budget(m) / held as f64).min(1.0));
+            }
+        }
+    }
+    for (id, holds, aged, f, consumer) in judged.iter_mut() {
+        if let Some(kind) = *consumer {
+            let g = &stacked[id];
+            let mut h = history(facts, now, *id, g, holds);
+            match facts.reported {
+                // Held for a time: what is younger than it turns over.
+                _ if kind.bounded_by_time() => h.turnover = h.turnover.max(Some(facts.periodic_window)),
+                Some(_) => h.explained_share = share.get(&kind).copied().unwrap_or(0.0),
+                None => h.unreported_consumer = true,
+            }
+            (*aged, *f) = age::judge(&h, at);
+        }
+    }
+    share
 }
 
 impl Retained {
@@ -435,20 +449,9 @@ impl Retained {
         }
     }
 
-    /// Sets the sites (from [`sites`]): counts the leaking and open ones, keeps [`MAX_SITES`].
-    #[cfg(test)]
-    pub(crate) fn with_sites(self, all: Vec<RetainedSite>) -> Retained {
-        self.with_sites_suppressed(all, &crate::Suppressions::none())
-    }
-
-    /// [`with_sites`](Self::with_sites), with the sites `suppressions` accept marked first (all
-    /// of them, listed or not), and the leaks that remain listed before them, then the open ones.
-    pub(crate) fn with_sites_suppressed(
-        mut self,
-        mut all: Vec<RetainedSite>,
-        suppressions: &crate::Suppressions,
-    ) -> Retained {
-        suppressions.mark_sites(&mut all, self.cycles());
+    /// Sets the sites (from [`sites`], those a suppression accepts marked): counts the leaking
+    /// and open ones, lists the leaks first, then the open ones, and keeps [`MAX_SITES`].
+    pub(crate) fn with_sites(mut self, mut all: Vec<RetainedSite>) -> Retained {
         all.sort_by_key(|s| (!s.recurs(), !s.open()));
         let recurring = all.iter().filter(|s| s.recurs());
         self.recurring_sites = recurring.clone().count() as u64;
@@ -492,7 +495,7 @@ impl Retained {
     }
 
     /// Whether no site holds residue older than twice its window, in any judged cycle.
-    fn nothing_old(&self) -> bool {
+    pub(crate) fn nothing_old(&self) -> bool {
         self.old_sites == Some(0) && !self.leaks() && !self.open()
     }
 
@@ -547,40 +550,6 @@ pub(crate) fn min_judged_cycles() -> u64 {
 /// residue in each of them, and 3 cycles rule out, at [`age::POWER`], a leak recurring in 79% of
 /// cycles or more. Fewer than [`min_judged_cycles`] cannot call a leak; this decides clean sooner.
 pub(crate) const EARLY_JUDGED_CYCLES: u64 = 3;
-
-/// The `retained_bytes` row: a leak when the age rule calls a site one (the estimate is those
-/// sites' bytes per judged cycle); inconclusive while a site's question is open or too few
-/// cycles are judged; else clean.
-pub(crate) fn verdict(r: Retained) -> SignalVerdict {
-    let mut v = SignalVerdict::undecided(Signal::RetainedBytes.into(), Rule::Exact { expected: 0.0 });
-    let need = min_judged_cycles();
-    v.verdict = match (r.leaks(), r.cycles()) {
-        (true, _) => Verdict::Leak,
-        (false, judged) if judged < EARLY_JUDGED_CYCLES => {
-            v.more_cycles_needed = Some(EARLY_JUDGED_CYCLES - judged);
-            Verdict::Inconclusive
-        }
-        // Nothing old anywhere: decided before a leak could be called.
-        (false, judged) if judged < need && r.nothing_old() => Verdict::Clean,
-        (false, judged) if judged < need => {
-            v.more_cycles_needed = Some(need - judged);
-            Verdict::Inconclusive
-        }
-        (false, _) if r.open() => {
-            v.more_cycles_needed = r.cycles_to_settle();
-            Verdict::Inconclusive
-        }
-        (false, _) => Verdict::Clean,
-    };
-    v.cycles = r.cycles() as usize;
-    let per_cycle = r.recurring_bytes as f64 / r.cycles().max(1) as f64;
-    v.estimate = Some(Estimate::new(per_cycle, per_cycle, per_cycle));
-    let largest = r.sites.iter().filter(|s| s.recurs()).map(|s| s.bytes).max().unwrap_or(0);
-    let first = r.sites.iter().filter(|s| s.recurs()).map(|s| s.first_cycle).min();
-    v.residue = Some(Residue { max: largest as f64, first_cycle: first.map(|c| c as usize) });
-    v.retained = Some(r);
-    v
-}
 
 #[cfg(test)]
 mod tests;

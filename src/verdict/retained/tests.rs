@@ -1,4 +1,10 @@
 use super::*;
+use crate::signal::Signal;
+use crate::verdict::{Rule, SignalVerdict, Verdict};
+
+fn verdict(r: Retained) -> SignalVerdict {
+    SignalVerdict::of_retained(r)
+}
 
 fn live(bytes: i64) -> Live {
     Live { bytes, allocations: i64::from(bytes != 0) }
