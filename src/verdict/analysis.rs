@@ -62,6 +62,10 @@ pub(crate) struct CycleFacts<'a> {
     pub faults_fired: &'a BTreeMap<String, u64>,
 }
 
+/// The least a byte counter moves by: jemalloc's smallest size class (8 B). A clean verdict rules
+/// out no leak below one such block over the cycles it judged.
+const COUNTER_RESOLUTION_BYTES: f64 = 8.0;
+
 /// The exact signals the harness's cycle records feed.
 #[derive(Debug, Clone, Default)]
 struct Records {
@@ -315,6 +319,9 @@ impl Analysis {
             instances_per_cycle: instances,
         });
         let rules_out = rate.as_ref().and_then(|r| Some((r.rules_out_per_cycle()?, r.growth?))).map(|(upper, g)| {
+            // A counter that did not move at all still cannot see less than one smallest block
+            // over the judged cycles: what it rules out is never below that.
+            let upper = upper.max(COUNTER_RESOLUTION_BYTES / g.cycles().max(1) as f64);
             let hidden = self.cache_rounding_hidden(&g, rate_signal);
             RulesOut {
                 signal: rate_signal.into(),
