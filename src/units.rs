@@ -36,9 +36,13 @@ pub(crate) fn escape_markup(t: &str) -> String {
     t.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
 }
 
-/// Bytes per cycle, with a decimal below 10 B (`0.4 B`, `12 B`, `1.5 KiB`).
+/// Bytes per cycle, with a decimal below 10 B and two significant digits below 0.1 B (`0.016 B`,
+/// `0.4 B`, `12 B`, `1.5 KiB`).
 pub(crate) fn rate(v: f64) -> String {
-    if v.abs() < 10.0 {
+    if v != 0.0 && v.abs() < 0.1 {
+        let decimals = (1.0 - v.abs().log10().floor()) as usize;
+        format!("{v:.decimals$} B")
+    } else if v.abs() < 10.0 {
         format!("{v:.1} B")
     } else {
         human_bytes(v)
@@ -48,6 +52,20 @@ pub(crate) fn rate(v: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_small_rate_keeps_two_significant_digits() {
+        assert_eq!(
+            (rate(0.016_36), rate(0.05), rate(0.0), rate(0.4), rate(12.0)),
+            (
+                "0.016 B".to_string(),
+                "0.050 B".to_string(),
+                "0.0 B".to_string(),
+                "0.4 B".to_string(),
+                "12 B".to_string()
+            )
+        );
+    }
 
     #[test]
     fn bytes_read_in_their_unit() {
