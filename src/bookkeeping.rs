@@ -26,7 +26,9 @@ pub(crate) fn bookkeeping<T>(f: impl FnOnce() -> T) -> T {
     f()
 }
 
-/// Whether this thread is in [`bookkeeping`] (false during its teardown).
+/// Whether this thread is in [`bookkeeping`] (false during its teardown). Read by the allocation
+/// hooks on every allocation: inlined into them across modules.
+#[inline]
 pub(crate) fn in_bookkeeping() -> bool {
     BOOKKEEPING.try_with(|d| d.get() > 0).unwrap_or(false)
 }
