@@ -13,8 +13,8 @@ pub mod generations {
 /// (`leak_tests::simulate`) and its bench call it as the harness does.
 pub mod age {
     pub use crate::verdict::retained::age::{
-        cycles_to_find, judge, late_cycles, rate_ruled_out, AgeFacts, Aged, ContainerGrowth, History, Open, Span,
-        LATE_HOLDS, POWER, SCHEDULE_SLACK,
+        cycles_to_find, judge, rate_ruled_out, AgeFacts, Aged, ContainerGrowth, History, Open, Span, LATE_HOLDS, POWER,
+        SCHEDULE_SLACK,
     };
 }
 

@@ -88,28 +88,6 @@ impl CycleRecord {
             faults_fired: &self.faults_fired,
         }
     }
-
-    /// The record without its texts (phase messages, fault names, problems, sites): what the
-    /// exact signals need, in a few dozen bytes, for long soaks.
-    pub fn stripped(self) -> CycleRecord {
-        let strip = |p: Phase| match p {
-            Phase::Error(_) => Phase::Error(String::new()),
-            Phase::Panic(_) => Phase::Panic(String::new()),
-            other => other,
-        };
-        let mut integrity = self.integrity;
-        integrity.problems = Vec::new();
-        CycleRecord {
-            open: strip(self.open),
-            work: strip(self.work),
-            close: strip(self.close),
-            faults_fired: BTreeMap::new(),
-            unshared_cache_sites: Vec::new(),
-            declared_shared_growth_sites: Vec::new(),
-            integrity,
-            ..self
-        }
-    }
 }
 
 static QUIET_INJECTED_PANICS: Once = Once::new();

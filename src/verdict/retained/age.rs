@@ -296,7 +296,7 @@ fn settles_by(h: &History<'_>, at: Span, f: &AgeFacts) -> u64 {
 
 /// The cycles of the later half of a look's old cycles, at a site with no window: how many of
 /// them a leak recurring since the first judged cycle can have held.
-pub fn late_cycles(at: Span) -> u64 {
+pub(crate) fn late_cycles(at: Span) -> u64 {
     let old_to = at.now() - 1;
     if old_to < at.first {
         return 0;

@@ -514,7 +514,7 @@ impl Retained {
     /// if nothing changes: the later half past a site one cycle short of a leak, a container's
     /// next growth overdue. `None` when one cannot be answered by running on (residue at a
     /// consumer nobody reports).
-    pub fn cycles_to_settle(&self) -> Option<u64> {
+    pub(crate) fn cycles_to_settle(&self) -> Option<u64> {
         let now = self.to_cycle + 1;
         self.sites
             .iter()
