@@ -59,8 +59,8 @@ pub struct HarnessConfig {
     pub plan: FaultPlan,
     /// Seed of the plan's probabilities.
     pub seed: u64,
-    /// Keep every cycle's full record in the report. A long soak passes each full record to the
-    /// observer and keeps only [`CycleRecord::stripped`](super::CycleRecord::stripped) ones.
+    /// Keep every cycle's full record in the report. Off (a long soak), each record goes to the
+    /// observer and none is kept.
     pub keep_records: bool,
     /// [`Harness::fault_matrix`](super::Harness::fault_matrix): cycles run under each plan, to judge its bytes against clean
     /// cycles (at least [`MIN_MATRIX_REPEATS`](super::MIN_MATRIX_REPEATS); fewer skips the bytes judgement).
