@@ -305,7 +305,7 @@ extern "C" fn after_fork() {
 }
 
 /// Takes every shard's lock across `fork` (in the parent and released in both), once.
-pub(crate) fn guard_fork() {
+fn guard_fork() {
     static DONE: std::sync::Once = std::sync::Once::new();
     DONE.call_once(|| {
         // SAFETY: the handlers are plain functions that only touch the static tables' atomics.
