@@ -67,6 +67,23 @@ fn test_only(attrs: &[syn::Attribute]) -> bool {
         .any(|a| a.path().is_ident("cfg") && a.parse_args::<syn::Meta>().is_ok_and(|m| m.path().is_ident("test")))
 }
 
+/// Whether an item (of any kind) is compiled for tests only.
+fn item_is_test_only(item: &syn::Item) -> bool {
+    let attrs = match item {
+        syn::Item::Fn(i) => &i.attrs,
+        syn::Item::Mod(i) => &i.attrs,
+        syn::Item::Impl(i) => &i.attrs,
+        syn::Item::Use(i) => &i.attrs,
+        syn::Item::Const(i) => &i.attrs,
+        syn::Item::Static(i) => &i.attrs,
+        syn::Item::Struct(i) => &i.attrs,
+        syn::Item::Enum(i) => &i.attrs,
+        syn::Item::Trait(i) => &i.attrs,
+        _ => return false,
+    };
+    test_only(attrs)
+}
+
 /// Reads one file: what it defines, re-exports and uses.
 struct Reader<'a> {
     module: &'a [String],
@@ -159,19 +176,7 @@ impl Reader<'_> {
 
 impl<'ast> Visit<'ast> for Reader<'_> {
     fn visit_item(&mut self, item: &'ast syn::Item) {
-        let attrs = match item {
-            syn::Item::Fn(i) => &i.attrs,
-            syn::Item::Mod(i) => &i.attrs,
-            syn::Item::Impl(i) => &i.attrs,
-            syn::Item::Use(i) => &i.attrs,
-            syn::Item::Const(i) => &i.attrs,
-            syn::Item::Static(i) => &i.attrs,
-            syn::Item::Struct(i) => &i.attrs,
-            syn::Item::Enum(i) => &i.attrs,
-            syn::Item::Trait(i) => &i.attrs,
-            _ => return syn::visit::visit_item(self, item),
-        };
-        if test_only(attrs) {
+        if item_is_test_only(item) {
             return;
         }
         // A `use` is read where it stands: at the top before the visit, in a block by
@@ -374,13 +379,7 @@ impl Lengths<'_> {
 
 impl<'ast> Visit<'ast> for Lengths<'_> {
     fn visit_item(&mut self, item: &'ast syn::Item) {
-        let attrs = match item {
-            syn::Item::Fn(i) => &i.attrs,
-            syn::Item::Mod(i) => &i.attrs,
-            syn::Item::Impl(i) => &i.attrs,
-            _ => return syn::visit::visit_item(self, item),
-        };
-        if !test_only(attrs) {
+        if !item_is_test_only(item) {
             syn::visit::visit_item(self, item);
         }
     }
