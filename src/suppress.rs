@@ -24,8 +24,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::ledger::HandleGroup;
-use crate::ledger::Ledger;
+use crate::ledger::{HandleGroup, Ledger};
 
 /// What a suppression matches.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

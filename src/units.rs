@@ -40,7 +40,7 @@ pub(crate) fn escape_markup(t: &str) -> String {
 /// `0.4 B`, `12 B`, `1.5 KiB`).
 pub(crate) fn rate(v: f64) -> String {
     if v != 0.0 && v.abs() < 0.1 {
-        let decimals = (1.0 - v.abs().log10().floor()) as usize;
+        let decimals = ((1.0 - v.abs().log10().floor()) as usize).min(6);
         format!("{v:.decimals$} B")
     } else if v.abs() < 10.0 {
         format!("{v:.1} B")

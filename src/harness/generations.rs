@@ -6,8 +6,7 @@ use serde::{Deserialize, Serialize};
 use crate::probe::generations::{self, Generation, Generations, Live, MECHANISM};
 use crate::verdict::retained::age::{self, Span};
 use crate::verdict::retained::{sites, Held, SiteFacts};
-use crate::verdict::Consumer;
-use crate::verdict::Retained;
+use crate::verdict::{Consumer, Retained};
 
 /// What a run's generations hold at its end, for report.json's `generations`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

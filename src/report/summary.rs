@@ -7,8 +7,7 @@ use serde::Serialize;
 use super::words::rate;
 use super::{Finding, RunReport};
 use crate::signal::Signal;
-use crate::verdict::RuleKind;
-use crate::verdict::Verdict;
+use crate::verdict::{RuleKind, Verdict};
 
 impl RunReport {
     /// The run in one line: `leak: 4 Options handles retained, created at src/store.rs:48:22 (owner

@@ -4,8 +4,7 @@ use std::fs;
 use super::csv::samples_csv;
 use super::*;
 use crate::probe::{JemallocStats, ProcessStats, RocksDbMemory, Sample};
-use crate::verdict::CycleSample;
-use crate::verdict::{analyze, AnalysisConfig};
+use crate::verdict::{analyze, AnalysisConfig, CycleSample};
 
 fn sample(c: u64) -> CycleSample {
     let jemalloc = JemallocStats {

@@ -5,8 +5,7 @@
 use crate::report::RunReport;
 use crate::signal::Class;
 use crate::units::human_bytes;
-use crate::verdict::Verdict;
-use crate::verdict::{BudgetFrom, RuleKind};
+use crate::verdict::{BudgetFrom, RuleKind, Verdict};
 
 pub(crate) use crate::units::rate;
 
