@@ -143,17 +143,6 @@ impl FaultPlan {
         Ok(FaultPlan { specs })
     }
 
-    /// The plan in [`FAULTS_ENV`], or the empty plan when unset.
-    ///
-    /// # Errors
-    /// When the variable holds an unparsable plan.
-    pub fn from_env() -> Result<Self, FaultPlanError> {
-        match std::env::var(FAULTS_ENV) {
-            Ok(text) => Self::parse(&text),
-            Err(_) => Ok(Self::none()),
-        }
-    }
-
     /// Adds (or replaces) one point's rule.
     pub(crate) fn with(mut self, point: &str, trigger: Trigger, action: FaultAction) -> Self {
         self.specs.insert(point.to_string(), FaultSpec { trigger, action });
@@ -164,7 +153,7 @@ impl FaultPlan {
     ///
     /// # Errors
     /// [`FaultPlanError::UnknownPoint`] for the first point not in `known`.
-    pub fn validate(&self, known: &[&str]) -> Result<(), FaultPlanError> {
+    pub(crate) fn validate(&self, known: &[&str]) -> Result<(), FaultPlanError> {
         for point in self.specs.keys() {
             if !known.contains(&point.as_str()) {
                 return Err(FaultPlanError::UnknownPoint { point: point.clone(), known: known.join(", ") });
@@ -174,12 +163,12 @@ impl FaultPlan {
     }
 
     /// The points the plan names, in order.
-    pub fn points(&self) -> impl Iterator<Item = &str> {
+    pub(crate) fn points(&self) -> impl Iterator<Item = &str> {
         self.specs.keys().map(String::as_str)
     }
 
     /// Whether the plan has no active rule.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.specs.values().all(|s| s.trigger == Trigger::Off)
     }
 }
@@ -350,12 +339,12 @@ impl Faults {
     }
 
     /// A plan in force, with probabilities drawn from `seed`.
-    pub fn new(plan: &FaultPlan, seed: u64) -> Self {
+    pub(crate) fn new(plan: &FaultPlan, seed: u64) -> Self {
         Self::build(plan, seed, false)
     }
 
     /// Like [`Faults::new`], and records every point passed (for the fault matrix).
-    pub fn recording(plan: &FaultPlan, seed: u64) -> Self {
+    pub(crate) fn recording(plan: &FaultPlan, seed: u64) -> Self {
         Self::build(plan, seed, true)
     }
 
@@ -476,13 +465,8 @@ impl Faults {
     }
 
     /// Points passed so far (when recording), with their call counts.
-    pub fn passed(&self) -> BTreeMap<String, u64> {
+    pub(crate) fn passed(&self) -> BTreeMap<String, u64> {
         self.inner.as_ref().and_then(|i| i.passed.as_ref()).map(|p| lock(p).clone()).unwrap_or_default()
-    }
-
-    /// Whether any rule is in force.
-    pub fn active(&self) -> bool {
-        self.inner.as_ref().is_some_and(|i| !i.points.is_empty())
     }
 }
 

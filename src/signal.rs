@@ -242,13 +242,8 @@ impl Signal {
     }
 
     /// Whether it is a family, named `<name>.<qualifier>`.
-    pub const fn is_family(self) -> bool {
+    pub(crate) const fn is_family(self) -> bool {
         matches!(self.spec().shape, Shape::Family)
-    }
-
-    /// Whether its values are bytes.
-    pub const fn is_bytes(self) -> bool {
-        matches!(self.spec().class, Class::Bytes)
     }
 }
 

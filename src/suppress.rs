@@ -411,7 +411,7 @@ impl SuppressionUse {
     }
 
     /// One line: `suppressed (leakcheck.toml:7, function list_cf): 8.0 B per cycle, 2 stacks: reason`.
-    pub fn line(&self) -> String {
+    pub(crate) fn line(&self) -> String {
         let s = &self.suppression;
         let per_cycle = match s.unit() {
             "bytes" => format!("{} per cycle", crate::units::rate(self.per_cycle)),

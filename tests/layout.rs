@@ -431,6 +431,58 @@ fn no_function_is_longer_than_80_lines() {
     assert!(long.is_empty(), "functions over {MAX_FUNCTION_LINES} lines:\n{}", words.join("\n"));
 }
 
+/// The most `pub` functions and methods the library may have outside `src/tracked` (whose
+/// wrappers mirror rust-rocksdb's): each one a user calls or reads, the rest `pub(crate)`.
+const MAX_PUBLIC_FUNCTIONS: usize = 249;
+
+/// Counts the functions and methods declared plain `pub`, outside test-only items.
+#[derive(Default)]
+struct Public {
+    out: Vec<String>,
+}
+
+impl<'ast> Visit<'ast> for Public {
+    fn visit_item(&mut self, item: &'ast syn::Item) {
+        if !item_is_test_only(item) {
+            syn::visit::visit_item(self, item);
+        }
+    }
+
+    fn visit_item_fn(&mut self, f: &'ast syn::ItemFn) {
+        if matches!(f.vis, syn::Visibility::Public(_)) {
+            self.out.push(f.sig.ident.to_string());
+        }
+    }
+
+    fn visit_impl_item_fn(&mut self, f: &'ast syn::ImplItemFn) {
+        if matches!(f.vis, syn::Visibility::Public(_)) && !test_only(&f.attrs) {
+            self.out.push(f.sig.ident.to_string());
+        }
+    }
+}
+
+#[test]
+fn the_public_functions_outside_the_wrappers_are_under_250() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut all = Vec::new();
+    rust_files(&root.join("src"), &mut all);
+    let mut public = Public::default();
+    let wrappers = root.join("src/tracked");
+    for path in all.iter().filter(|p| !p.starts_with(&wrappers) && p.file_name().is_some_and(|n| n != "tests.rs")) {
+        let text = std::fs::read_to_string(path).expect("read a source file");
+        let ast = syn::parse_file(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        public.visit_file(&ast);
+    }
+    println!("{} pub functions and methods outside src/tracked", public.out.len());
+    assert!(public.out.len() > 50, "only {} read", public.out.len());
+    assert!(
+        public.out.len() <= MAX_PUBLIC_FUNCTIONS,
+        "{} pub functions and methods outside src/tracked, over {MAX_PUBLIC_FUNCTIONS}: make `pub(crate)` \
+         what no user calls or reads",
+        public.out.len()
+    );
+}
+
 /// file -> file -> the names the first takes from the second.
 type Graph = BTreeMap<ModPath, BTreeMap<ModPath, BTreeSet<String>>>;
 

@@ -66,7 +66,7 @@ impl Integrity {
     }
 
     /// Whether a check ran.
-    pub fn checked(&self) -> bool {
+    pub(crate) fn checked(&self) -> bool {
         !self.not_checked
     }
 

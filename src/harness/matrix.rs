@@ -203,7 +203,7 @@ pub struct MatrixReport {
 
 impl MatrixReport {
     /// Plans whose cycle was not clean.
-    pub fn failures(&self) -> Vec<&MatrixEntry> {
+    pub(crate) fn failures(&self) -> Vec<&MatrixEntry> {
         self.entries.iter().filter(|e| !e.clean).collect()
     }
 

@@ -75,7 +75,7 @@ impl Settle {
     }
 
     /// Calls `check` until it returns `Ok` or the timeout passes; returns the last result.
-    pub fn retry<T, E>(&self, mut check: impl FnMut() -> Result<T, E>) -> Result<T, E> {
+    pub(crate) fn retry<T, E>(&self, mut check: impl FnMut() -> Result<T, E>) -> Result<T, E> {
         let deadline = Instant::now() + self.timeout;
         let mut backoff = self.initial_backoff;
         loop {

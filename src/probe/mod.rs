@@ -274,7 +274,7 @@ impl RocksDbMemory {
     /// Bytes RocksDB accounts for: memtables, table readers and caches (less the caches'
     /// reservations and what they hold above capacity), plus the most the cached entries can take
     /// beyond their charges (`RocksDbMemory::cache_rounding_bytes`).
-    pub fn explained_bytes(&self) -> u64 {
+    pub(crate) fn explained_bytes(&self) -> u64 {
         self.unbounded_bytes() + self.cache_bytes() + self.cache_rounding_bytes()
     }
 
@@ -296,18 +296,6 @@ impl RocksDbMemory {
     /// off (memtables pinned by a leaked iterator are RocksDB's memory, and grow every cycle).
     pub fn unbounded_bytes(&self) -> u64 {
         self.mem_table_total_bytes + self.table_readers_total_bytes
-    }
-
-    /// Adds another set's figures (for consumers measured separately).
-    pub fn add(&mut self, other: RocksDbMemory) {
-        self.mem_table_total_bytes += other.mem_table_total_bytes;
-        self.mem_table_unflushed_bytes += other.mem_table_unflushed_bytes;
-        self.table_readers_total_bytes += other.table_readers_total_bytes;
-        self.cache_total_bytes += other.cache_total_bytes;
-        self.cache_reserved_bytes += other.cache_reserved_bytes;
-        self.cache_over_capacity_bytes += other.cache_over_capacity_bytes;
-        self.live_sst_files += other.live_sst_files;
-        self.live_sst_bytes += other.live_sst_bytes;
     }
 }
 
@@ -365,11 +353,6 @@ impl Probe {
     pub fn purge(mut self, purge: bool) -> Self {
         self.purge = purge;
         self
-    }
-
-    /// The watched directory, canonical.
-    pub fn dir(&self) -> Option<&Path> {
-        self.dir.as_deref()
     }
 
     /// Takes a snapshot. Never fails: what cannot be read is absent.
@@ -436,6 +419,6 @@ impl Probe {
 }
 
 /// `CLOCK_MONOTONIC` in nanoseconds.
-pub fn monotonic_ns() -> u64 {
+pub(crate) fn monotonic_ns() -> u64 {
     crate::sys::monotonic_ns()
 }

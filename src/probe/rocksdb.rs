@@ -83,7 +83,7 @@ impl<'a> MemoryConsumers<'a> {
     }
 
     /// Adds a live DB of rust-rocksdb's own types ([`MemoryConsumers::db`] for a tracked one).
-    pub fn raw_db<T: ThreadMode>(&mut self, db: &'a DBWithThreadMode<T>) -> &mut Self {
+    pub(crate) fn raw_db<T: ThreadMode>(&mut self, db: &'a DBWithThreadMode<T>) -> &mut Self {
         self.builder.add_db(db);
         self.files.push(Box::new(move || {
             let files = db.live_files()?;

@@ -199,7 +199,7 @@ impl Place {
 
     /// The file relative to `root` (a repository's checkout), where it lies under it; a relative
     /// file is taken as relative to `root` already.
-    pub fn relative_to(&self, root: &Path) -> PathBuf {
+    pub(crate) fn relative_to(&self, root: &Path) -> PathBuf {
         let file = Path::new(&self.file);
         file.strip_prefix(root).map_or_else(|_| file.to_path_buf(), Path::to_path_buf)
     }

@@ -16,7 +16,7 @@ pub const DEFAULT_BASELINE_MARGIN: f64 = 0.25;
 
 impl BaselineCheck {
     /// Holds `run` against `baseline` (read from `file`).
-    pub fn of(run: &RunReport, baseline: &RunReport, file: &str, margin: f64) -> BaselineCheck {
+    pub(crate) fn of(run: &RunReport, baseline: &RunReport, file: &str, margin: f64) -> BaselineCheck {
         let before = baseline.findings();
         let mut check =
             BaselineCheck { file: file.to_string(), margin, new: Vec::new(), more: Vec::new(), known: Vec::new() };
@@ -39,12 +39,12 @@ impl BaselineCheck {
     }
 
     /// Nothing new and nothing grown: the run passes against its baseline.
-    pub fn passes(&self) -> bool {
+    pub(crate) fn passes(&self) -> bool {
         self.new.is_empty() && self.more.is_empty()
     }
 
     /// What is new or grown, one line each, then a line for what is known.
-    pub fn lines(&self) -> Vec<String> {
+    pub(crate) fn lines(&self) -> Vec<String> {
         let mut out = Vec::new();
         for a in &self.new {
             out.push(format!("new since the baseline: {}", a.finding.message));

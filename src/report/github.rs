@@ -14,7 +14,7 @@ use crate::verdict::Verdict;
 /// (the file relative to `root`, the repository's checkout, so that it lands on the diff),
 /// `::warning` for a signal the run could not decide; then each suppression at its line in the
 /// suppression file (`::notice` applied, `::warning` unused, `::error` exceeded).
-pub fn annotations(report: &RunReport, root: &Path) -> String {
+pub(crate) fn annotations(report: &RunReport, root: &Path) -> String {
     let mut out = String::new();
     for f in report.findings() {
         let command = if f.verdict == Verdict::Leak { "error" } else { "warning" };
@@ -57,7 +57,7 @@ fn property(s: &str) -> String {
 
 /// The job summary: the verdict, what leaked and where (or what a clean run rules out), and how
 /// to get the report. `report_dir` is where the report was written, when it was.
-pub fn summary(report: &RunReport, root: &Path, report_dir: Option<&Path>) -> String {
+pub(crate) fn summary(report: &RunReport, root: &Path, report_dir: Option<&Path>) -> String {
     let mut out = String::new();
     let v = &report.verdict;
     let s = &report.settings;

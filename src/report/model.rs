@@ -98,7 +98,7 @@ pub struct CycleSummary {
 
 impl CycleSummary {
     /// Adds one cycle.
-    pub fn add(&mut self, r: &CycleRecord) {
+    pub(crate) fn add(&mut self, r: &CycleRecord) {
         let err = |p: &Phase| matches!(p, Phase::Error(_)) as u64;
         self.open_errors += err(&r.open);
         self.work_errors += err(&r.work);
@@ -163,7 +163,7 @@ pub struct HeapFunction {
 
 impl HeapFunction {
     /// The growth no cache filling accounts for: what functions are ranked by.
-    pub fn unexplained_bytes_per_cycle(&self) -> f64 {
+    pub(crate) fn unexplained_bytes_per_cycle(&self) -> f64 {
         (self.bytes_per_cycle - self.explained_bytes_per_cycle).max(0.0)
     }
 }
@@ -242,7 +242,7 @@ pub struct RunReport {
 
 impl RunReport {
     /// Builds a report from a verdict and what surrounds it.
-    pub fn new(
+    pub(crate) fn new(
         settings: RunSettings,
         verdict: RunVerdict,
         summary: CycleSummary,
@@ -286,11 +286,6 @@ impl RunReport {
         r.generations = h.generations.clone();
         r.suppressions = h.suppressions.clone();
         r
-    }
-
-    /// The entry of a signal by its name in reports (`live_handles.Options`).
-    pub fn signal_named(&self, name: &str) -> Option<&SignalVerdict> {
-        self.verdict.signal_named(name)
     }
 
     /// The entry of one signal (of a family: its first member).

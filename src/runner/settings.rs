@@ -42,7 +42,7 @@ pub enum Annotations {
 
 impl Annotations {
     /// Whether GitHub Actions' are published: asked, or `Auto` inside GitHub Actions.
-    pub fn github(self) -> bool {
+    pub(crate) fn github(self) -> bool {
         match self {
             Annotations::Auto => std::env::var_os("GITHUB_ACTIONS").is_some_and(|v| v == "true"),
             Annotations::Github => true,

@@ -173,11 +173,6 @@ impl Analysis {
         }
     }
 
-    /// The configuration.
-    pub fn config(&self) -> &AnalysisConfig {
-        &self.cfg
-    }
-
     /// Sets the sample taken before the first open (files and maps under the store's directory
     /// must come back to it; the return to baseline compares with it).
     pub fn baseline(&mut self, s: &Sample) {

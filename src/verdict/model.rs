@@ -76,7 +76,7 @@ pub struct Estimate {
 
 impl Estimate {
     /// An estimate and its bounds.
-    pub fn new(value: f64, lower: f64, upper: f64) -> Self {
+    pub(crate) fn new(value: f64, lower: f64, upper: f64) -> Self {
         Estimate { value, lower, upper }
     }
 }

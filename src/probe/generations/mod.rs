@@ -173,7 +173,7 @@ impl Generations {
     }
 
     /// What `generation` still holds.
-    pub fn live(&self, generation: Generation) -> Live {
+    pub(crate) fn live(&self, generation: Generation) -> Live {
         let (bytes, allocations) = hook::live(generation);
         Live { bytes, allocations }
     }
@@ -188,14 +188,8 @@ impl Generations {
     }
 
     /// What leakcheck's own bookkeeping holds (see [`bookkeeping`]).
-    pub fn runner(&self) -> Live {
+    pub(crate) fn runner(&self) -> Live {
         self.live(hook::RUNNER)
-    }
-
-    /// What was allocated before the hooks went in and is still live (bytes estimated from
-    /// jemalloc's counter at installation; allocations counted from then on, so negative).
-    pub fn before(&self) -> Live {
-        self.live(hook::BEFORE)
     }
 
     /// Every generation summed, the bookkeeping and what came before included: follows jemalloc's
@@ -273,7 +267,7 @@ impl Generations {
     }
 
     /// The same over every block of `size`'s watch class, stacked or not.
-    pub fn class_turnover(&self, size: u64) -> Option<u32> {
+    pub(crate) fn class_turnover(&self, size: u64) -> Option<u32> {
         capture::class_turnover(size)
     }
 

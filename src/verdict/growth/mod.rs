@@ -149,12 +149,13 @@ pub struct Growth {
 
 impl Growth {
     /// Cycles the later part spans.
-    pub fn cycles(&self) -> u64 {
+    pub(crate) fn cycles(&self) -> u64 {
         self.to_cycle.saturating_sub(self.from_cycle)
     }
 
     /// Growth per cycle over the later part.
-    pub fn per_cycle(&self) -> f64 {
+    #[cfg(test)]
+    pub(crate) fn per_cycle(&self) -> f64 {
         self.growth / self.cycles().max(1) as f64
     }
 }

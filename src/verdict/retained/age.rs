@@ -77,7 +77,7 @@ impl ContainerGrowth {
 
     /// The cycle by which a steady leak into it would have grown it again, with the slack: `last +
     /// f x (last - before) x (1 + slack)`, at least one cycle after `last`.
-    pub fn due(&self) -> u64 {
+    pub(crate) fn due(&self) -> u64 {
         let interval = (self.last - self.before).max(1) as f64;
         self.last + (self.factor * interval * (1.0 + SCHEDULE_SLACK)).ceil() as u64
     }
@@ -170,7 +170,7 @@ pub enum Aged {
 
 impl Aged {
     /// Whether it is a leak.
-    pub fn leaks(&self) -> bool {
+    pub(crate) fn leaks(&self) -> bool {
         matches!(self, Aged::Leak)
     }
 }

@@ -129,7 +129,7 @@ impl Consumer {
     }
 
     /// Its name in reports.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Consumer::BlockCache => "block cache",
             Consumer::Memtable => "memtables",

@@ -113,7 +113,7 @@ impl RetainedSite {
     }
 
     /// Whether its question is still open (a suppression aside).
-    pub fn open(&self) -> bool {
+    pub(crate) fn open(&self) -> bool {
         self.suppressed.is_none() && matches!(self.judged, Some(Aged::Open(_)))
     }
 
@@ -465,12 +465,12 @@ impl Retained {
     }
 
     /// Whether the rule calls a site a leak.
-    pub fn leaks(&self) -> bool {
+    pub(crate) fn leaks(&self) -> bool {
         self.recurring_sites > 0
     }
 
     /// Whether a site's question is open (and none leaks).
-    pub fn open(&self) -> bool {
+    pub(crate) fn open(&self) -> bool {
         !self.leaks() && self.open_sites > 0
     }
 
@@ -528,7 +528,7 @@ impl Retained {
     }
 
     /// Cycles judged.
-    pub fn cycles(&self) -> u64 {
+    pub(crate) fn cycles(&self) -> u64 {
         (self.to_cycle + 1).saturating_sub(self.from_cycle)
     }
 
