@@ -338,7 +338,7 @@ impl Ledger {
 
     /// Live handles per kind that were not declared shared, for kinds with any: the exact signal,
     /// cheap at every depth (counters only, no entry table).
-    pub(crate) fn retained_counts(&self) -> std::collections::BTreeMap<String, u64> {
+    pub fn retained_counts(&self) -> std::collections::BTreeMap<String, u64> {
         self.kind_snapshot()
             .into_iter()
             .filter_map(|(k, c)| {
