@@ -404,18 +404,28 @@ impl<'ast> Visit<'ast> for Lengths<'_> {
     }
 }
 
+/// Every source file of the library but the unit tests' (`tests.rs`), parsed.
+fn library_sources(root: &Path) -> Vec<(PathBuf, syn::File)> {
+    let mut all = Vec::new();
+    rust_files(&root.join("src"), &mut all);
+    all.into_iter()
+        .filter(|p| p.file_name().is_some_and(|n| n != "tests.rs"))
+        .map(|path| {
+            let text = std::fs::read_to_string(&path).expect("read a source file");
+            let ast = syn::parse_file(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            (path, ast)
+        })
+        .collect()
+}
+
 #[test]
 fn no_function_is_longer_than_80_lines() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut all = Vec::new();
-    rust_files(&root.join("src"), &mut all);
     let mut long = Vec::new();
     let mut seen = 0;
     let mut longest = (0, String::new());
-    for path in all.iter().filter(|p| p.file_name().is_some_and(|n| n != "tests.rs")) {
-        let text = std::fs::read_to_string(path).expect("read a source file");
-        let ast = syn::parse_file(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-        let name = path.strip_prefix(root).unwrap_or(path).display().to_string();
+    for (path, ast) in library_sources(root) {
+        let name = path.strip_prefix(root).unwrap_or(&path).display().to_string();
         let mut lengths = Lengths { file: &name, out: Vec::new() };
         lengths.visit_file(&ast);
         seen += lengths.out.len();
@@ -464,14 +474,10 @@ impl<'ast> Visit<'ast> for Public {
 #[test]
 fn the_public_functions_outside_the_wrappers_are_under_250() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut all = Vec::new();
-    rust_files(&root.join("src"), &mut all);
     let mut public = Public::default();
     let wrappers = root.join("src/tracked");
-    for path in all.iter().filter(|p| !p.starts_with(&wrappers) && p.file_name().is_some_and(|n| n != "tests.rs")) {
-        let text = std::fs::read_to_string(path).expect("read a source file");
-        let ast = syn::parse_file(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-        public.visit_file(&ast);
+    for (_, ast) in library_sources(root).iter().filter(|(path, _)| !path.starts_with(&wrappers)) {
+        public.visit_file(ast);
     }
     println!("{} pub functions and methods outside src/tracked", public.out.len());
     assert!(public.out.len() > 50, "only {} read", public.out.len());
