@@ -249,6 +249,10 @@ pub struct RocksDbMemory {
     /// Their bytes on disk.
     #[serde(default)]
     pub live_sst_bytes: u64,
+    /// The block caches' capacities: the bound their usage is explained by. A capacity that
+    /// rises bounds nothing.
+    #[serde(default)]
+    pub cache_capacity_bytes: u64,
 }
 
 /// What a cache entry may take beyond its charge, as a fraction of the charge: RocksDB charges

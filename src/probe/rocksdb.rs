@@ -128,8 +128,9 @@ impl<'a> MemoryConsumers<'a> {
     /// RocksDB's error from its accounting.
     pub fn read(&self) -> Result<RocksDbMemory, rocksdb::Error> {
         let usage = self.builder.build()?;
-        let (mut reserved_total, mut over_capacity) = (0, 0);
+        let (mut reserved_total, mut over_capacity, mut capacity) = (0, 0, 0);
         for cache in &self.caches {
+            capacity += cache.capacity;
             let reserved: u64 = self
                 .managers
                 .iter()
@@ -155,6 +156,7 @@ impl<'a> MemoryConsumers<'a> {
             cache_total_bytes: usage.approximate_cache_total(),
             cache_reserved_bytes: reserved_total,
             cache_over_capacity_bytes: over_capacity,
+            cache_capacity_bytes: capacity,
         })
     }
 }

@@ -23,7 +23,7 @@ type CellOf = fn(&CycleSample) -> Cell;
 /// samples.csv's columns, in order, each with the cell it writes for a sample: the one list the
 /// header, the rows and [`SAMPLES_COLUMNS`] come from. Columns are only ever added at the end
 /// (a reader finds them by name: [`parse_samples_csv`]).
-const COLUMNS: [(&str, CellOf); 28] = [
+const COLUMNS: [(&str, CellOf); 29] = [
     ("cycle", |c| Cell::Count(Some(c.cycle))),
     ("monotonic_ns", |c| Cell::Count(Some(c.sample.monotonic_ns))),
     ("allocated_bytes", |c| Cell::Count(c.sample.allocated_bytes())),
@@ -52,6 +52,7 @@ const COLUMNS: [(&str, CellOf); 28] = [
     ("rocksdb_live_sst_bytes", |c| Cell::Count(c.sample.rocksdb.map(|r| r.live_sst_bytes))),
     ("record_resident_bytes", |c| Cell::Count(c.sample.record_resident_bytes)),
     ("untouched_bytes", |c| Cell::Count(c.sample.untouched_bytes)),
+    ("rocksdb_cache_capacity_bytes", |c| Cell::Count(c.sample.rocksdb.map(|r| r.cache_capacity_bytes))),
 ];
 
 /// The columns of the samples CSV, in order. Columns are only ever added at the end.
@@ -243,6 +244,7 @@ impl Row<'_> {
             cache_over_capacity_bytes: u("rocksdb_cache_over_capacity_bytes")?,
             live_sst_files: u("rocksdb_live_sst_files")?,
             live_sst_bytes: u("rocksdb_live_sst_bytes")?,
+            cache_capacity_bytes: u("rocksdb_cache_capacity_bytes")?,
         }))
     }
 

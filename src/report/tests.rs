@@ -27,6 +27,7 @@ fn sample(c: u64) -> CycleSample {
         cache_over_capacity_bytes: 3,
         live_sst_files: c % 7,
         live_sst_bytes: 110_000 * (c % 7),
+        cache_capacity_bytes: 1 << 20,
     };
     let process = ProcessStats {
         rss_bytes: Some(40 << 20),

@@ -37,7 +37,7 @@ const INDEX_SLOTS: usize = 1 << 17;
 /// their power of two.
 const FINE_LIMIT: u64 = 64 << 10;
 const FINE_CLASSES: usize = (FINE_LIMIT / 16) as usize;
-const CLASSES: usize = FINE_CLASSES + 64;
+pub(crate) const CLASSES: usize = FINE_CLASSES + 64;
 
 /// Per watch class: 0 not watched; 1 every allocation's stack taken; `k` one in about `k` (a
 /// class so common that every stack would cost too much: see [`adapt`]). A focused class stays
@@ -55,7 +55,7 @@ pub(crate) const MAX_BOOSTED: u32 = 4;
 /// Whether any class is watched (the hook's fast path).
 static WATCHING: AtomicBool = AtomicBool::new(false);
 
-fn class(size: u64) -> usize {
+pub(crate) fn class(size: u64) -> usize {
     if size < FINE_LIMIT {
         (size / 16) as usize
     } else {
@@ -75,6 +75,11 @@ pub(crate) fn watch(size: u64, now: u32) {
         WATCHED_AT[c].store(now, Ordering::Relaxed);
     }
     WATCHING.store(true, Ordering::Release);
+}
+
+/// The sampling period of `size`'s class now (1: every stack taken; 0: not watched).
+pub(crate) fn period_of(size: u64) -> u32 {
+    PERIOD[class(size)].load(Ordering::Relaxed)
 }
 
 /// The generation since which `size`'s class is watched, if it is.
@@ -182,19 +187,24 @@ fn one_in(period: u32) -> bool {
     .unwrap_or(false)
 }
 
-/// Whether an allocation of `size` has its stack taken.
+/// Whether an allocation of `size` has its stack taken: its weight (the sampling period it was
+/// drawn at: it stands for that many allocations of its class), or 0 when it is not.
 #[inline]
-pub(crate) fn watched(size: u64) -> bool {
+pub(crate) fn watched(size: u64) -> u32 {
     if !WATCHING.load(Ordering::Relaxed) {
-        return false;
+        return 0;
     }
     let c = class(size);
     let period = PERIOD[c].load(Ordering::Relaxed);
     if period == 0 {
-        return false;
+        return 0;
     }
     SEEN[c].fetch_add(1, Ordering::Relaxed);
-    period == 1 || one_in(period)
+    if period == 1 || one_in(period) {
+        period
+    } else {
+        0
+    }
 }
 
 #[repr(C)]

@@ -34,8 +34,8 @@
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
-use super::capture;
 use super::table::{add_counts, Chain, Entry, CHAIN_OF, LARGE_BLOCK, LARGE_OF, STACK_OF, TABLE};
+use super::{capture, sites};
 
 /// Allocations that existed before the hooks were installed (counted, not recorded: their
 /// count starts at what jemalloc reported then and only goes down).
@@ -128,27 +128,45 @@ fn chain_of(old: Option<Entry>, from: usize, size: u64, generation: u32) -> (Opt
 
 /// Records the block at `p` of usable `size`; `old` is the record of the block a realloc made it
 /// from, at address `from`. A realloc that did not resize keeps the old block's generation and
-/// stack.
+/// stack. A stacked block is added to its stack's live bytes, weighted by its sampling period
+/// (`sites`).
 fn record(p: *mut c_void, size: u64, old: Option<Entry>, from: usize) {
     let same = old.filter(|o| o.size == size);
     let generation = same.map_or_else(charged_to, |o| o.generation);
     let (chain, rose) = if generation >= FIRST { chain_of(old, from, size, generation) } else { (None, false) };
-    let kept = same.filter(|o| o.stacked).and_then(|_| STACK_OF.get(from)).map(|s| s as u32);
-    let stack = match kept {
-        Some(id) => id,
-        None if generation >= FIRST && (rose || capture::watched(size)) => capture::capture(generation),
-        None => 0,
+    let kept = same.filter(|o| o.stacked).and_then(|_| STACK_OF.get(from));
+    let entry = match kept {
+        Some(packed) => Some(packed),
+        None if generation >= FIRST => {
+            // A growth of a kept block is stacked whatever its class's sampling: weight 1.
+            let weight = if rose { 1 } else { capture::watched(size) };
+            (weight > 0).then(|| sites::pack(capture::capture(generation), weight))
+        }
+        None => None,
     };
     let key = p as usize;
-    let stacked = stack != 0 && STACK_OF.insert(key, u64::from(stack)).is_ok();
+    // The stack entry this address had, when its free was never seen.
+    let mut stale = None;
+    let stacked = match entry.map(|packed| (packed, STACK_OF.insert(key, packed))) {
+        Some((packed, Ok(previous))) => {
+            stale = previous;
+            let (id, weight) = sites::unpack(packed);
+            sites::made(id, weight, size);
+            true
+        }
+        _ => false,
+    };
     let chained = chain.is_some_and(|c| CHAIN_OF.insert(key, c.pack()).is_ok());
     match TABLE.insert_counted(key, Entry { size, generation, stacked, chained }) {
         Ok(None) => {}
         // An address already recorded: its free was never seen. Its old entry is gone now, and
-        // off its generation's counts.
+        // off its generation's counts and its stack's bytes.
         Ok(Some(old)) => {
             if old.stacked && !stacked {
-                STACK_OF.remove(key);
+                stale = STACK_OF.remove(key);
+            }
+            if let Some((id, weight)) = stale.filter(|_| old.stacked).map(sites::unpack) {
+                sites::gone(id, weight, old.size, None);
             }
             if old.chained && !chained {
                 CHAIN_OF.remove(key);
@@ -171,17 +189,33 @@ fn record(p: *mut c_void, size: u64, old: Option<Entry>, from: usize) {
 fn forget(p: *mut c_void, moved: bool, size_if_unknown: impl FnOnce() -> u64) -> Option<Entry> {
     match TABLE.remove_counted(p as usize) {
         Some(old) => {
-            let stack = if old.stacked { STACK_OF.remove(p as usize).map(|s| s as u32) } else { None };
+            let stack = if old.stacked { STACK_OF.remove(p as usize).map(sites::unpack) } else { None };
+            // Given back (not moved) in a judged run: its age, from its making or the run's start.
+            let given_back = !moved && old.generation >= FIRST && JUDGING.load(Ordering::Relaxed);
+            let age = given_back.then(|| {
+                let made = old.generation.max(RUN_FROM.load(Ordering::Relaxed));
+                CURRENT.load(Ordering::Relaxed).saturating_sub(made)
+            });
+            match stack {
+                Some((id, weight)) => sites::gone(id, weight, old.size, age),
+                // A block its class's watch began after: what a site's stacked blocks replace.
+                None if old.generation >= FIRST
+                    && capture::watched_since(old.size).is_some_and(|since| old.generation < since) =>
+                {
+                    sites::drained(old.size, age, capture::period_of(old.size))
+                }
+                None => {}
+            }
+            let stack = stack.map(|(id, _)| id);
             if old.chained && !moved {
                 CHAIN_OF.remove(p as usize);
             }
             if old.size >= LARGE_BLOCK {
                 LARGE_OF.remove(p as usize);
             }
-            if !moved && old.generation >= FIRST && JUDGING.load(Ordering::Relaxed) {
-                // Given back: its age, from its making (or the run's start), for the windows.
-                let made = old.generation.max(RUN_FROM.load(Ordering::Relaxed));
-                capture::note_free(old.size, stack, CURRENT.load(Ordering::Relaxed).saturating_sub(made));
+            if let Some(age) = age {
+                // For the windows.
+                capture::note_free(old.size, stack, age);
             }
             Some(old)
         }
@@ -353,6 +387,14 @@ pub(crate) fn advance() -> u32 {
             return next;
         }
     }
+}
+
+/// Starts a run's first generation (its set-up) with the run's live bytes counted from it
+/// ([`TABLE`]'s `run_live`); returns its number.
+pub(crate) fn begin_run() -> u32 {
+    let next = (CURRENT.load(Ordering::Acquire) + 1).min(super::table::MAX_GENERATION);
+    TABLE.start_run_bytes(next);
+    advance()
 }
 
 /// The generation new allocations are charged to now.

@@ -22,6 +22,7 @@ mod capture;
 mod hook;
 #[allow(unsafe_code)]
 mod mapped;
+pub(crate) mod sites;
 #[allow(unsafe_code)]
 mod table;
 #[allow(unsafe_code)]
@@ -149,6 +150,33 @@ impl Generations {
         hook::advance()
     }
 
+    /// Starts a run: a new generation (its set-up), whose live bytes and every later
+    /// generation's are summed as they change ([`Generations::run_live`]). Returns its number.
+    pub fn begin_run(&self) -> Generation {
+        hook::begin_run()
+    }
+
+    /// What the run's generations (from the last [`Generations::begin_run`]'s on) hold now, in
+    /// bytes: exact, for the cost of one read per shard.
+    pub(crate) fn run_live(&self) -> i64 {
+        table::TABLE.run_live()
+    }
+
+    /// What stack `id` holds now: the bytes of its live stacked blocks, their estimate (each
+    /// weighted by the sampling period it was drawn at), what it turned over, and the watch class
+    /// of its first stacked block.
+    pub(crate) fn site_now(&self, id: StackId) -> sites::SiteNow {
+        sites::read(id)
+    }
+
+    /// What watch class `class` made before it was watched (without a stack) and gave back since,
+    /// each block over the class's sampling period then (what the stacked blocks replacing them
+    /// add, on average); and how they turned over (the sum of their sizes squared times their
+    /// ages, over the period).
+    pub(crate) fn class_drained(&self, class: u32) -> (f64, (f64, f64)) {
+        sites::drained_of(class)
+    }
+
     /// Takes, from generation `from` on, the stacks of growths of blocks an earlier generation
     /// made (see [`Survivor::chain`]); a run sets it to its first judged cycle's.
     pub fn count_growths_from(&self, from: Generation) {
@@ -237,7 +265,7 @@ impl Generations {
                 .into_iter()
                 .map(|(address, value)| {
                     let e = table::Entry::unpack(value);
-                    let stack = if e.stacked { table::STACK_OF.get(address).map(|s| s as StackId) } else { None };
+                    let stack = if e.stacked { table::STACK_OF.get(address).map(|s| sites::unpack(s).0) } else { None };
                     let chain = if e.chained { table::CHAIN_OF.get(address).map(table::Chain::unpack) } else { None };
                     let chain = chain.map(|c| Growth { last: c.last, before: c.before, factor: c.factor() });
                     Survivor { size: e.size, generation: e.generation, stack, chain }
@@ -344,6 +372,7 @@ pub(crate) fn record_resident_bytes() -> u64 {
         + table::CHAIN_OF.resident_bytes()
         + table::LARGE_OF.resident_bytes()
         + capture::resident_bytes()
+        + sites::resident_bytes()
         + unwind::resident_bytes()
 }
 

@@ -23,7 +23,7 @@
 //!   unmapped at exit: hooks that run in atexit handlers or thread destructors find the table.
 
 use std::cell::UnsafeCell;
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicPtr, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicPtr, AtomicU32, AtomicU64, Ordering};
 
 use super::mapped::{map_zeroed, resident_of, spin_lock};
 
@@ -140,6 +140,9 @@ struct Inner {
     log2: u32,
     len: usize,
     pending: Pending,
+    /// The live bytes this shard's changes added to the run's generations ([`RUN_FROM`] on):
+    /// summed over the shards, what the run's set-up and cycles hold now ([`Table::run_live`]).
+    run_bytes: i64,
 }
 
 /// Bytes and allocations a shard owes `generation`'s live counts: kept under the shard's lock,
@@ -174,7 +177,7 @@ pub(crate) struct Table {
 #[allow(clippy::declare_interior_mutable_const)] // the array initialiser of a static, one copy per shard
 const EMPTY_SHARD: Shard = Shard {
     locked: AtomicBool::new(false),
-    inner: UnsafeCell::new(Inner { slots: std::ptr::null_mut(), log2: 0, len: 0, pending: NO_PENDING }),
+    inner: UnsafeCell::new(Inner { slots: std::ptr::null_mut(), log2: 0, len: 0, pending: NO_PENDING, run_bytes: 0 }),
 };
 
 /// Before the first [`Table::flush_to`], a shard keeps counts for the first generation and later
@@ -184,6 +187,10 @@ const NO_PENDING: Pending = Pending { generation: FIRST, bytes: 0, allocations: 
 
 /// The first generation the hooks hand out (the current one when they go in).
 pub(crate) const FIRST: u32 = 2;
+
+/// The first generation of the run going on (its set-up): what it and later generations hold is
+/// summed by the shards as it changes ([`Table::run_live`]). None before a run.
+pub(crate) static RUN_FROM: AtomicU32 = AtomicU32::new(u32::MAX);
 
 /// Every live allocation: address -> [`Entry::pack`].
 pub(crate) static TABLE: Table = Table::new();
@@ -313,6 +320,9 @@ impl Inner {
     /// (a free of an older block, the runner's bookkeeping). A newer generation first moves what
     /// the shard kept for the one before into the process's counts.
     fn charge(&mut self, generation: u32, bytes: i64, allocations: i64) {
+        if generation >= RUN_FROM.load(Ordering::Relaxed) {
+            self.run_bytes += bytes;
+        }
         let p = &mut self.pending;
         if generation == p.generation {
             p.bytes += bytes;
@@ -338,8 +348,8 @@ impl Inner {
         let Ok(fresh) = map_zeroed(bytes) else {
             return false;
         };
-        let pending = self.pending;
-        let old = std::mem::replace(self, Inner { slots: fresh.cast::<Slot>(), log2, len: 0, pending });
+        let (pending, run_bytes) = (self.pending, self.run_bytes);
+        let old = std::mem::replace(self, Inner { slots: fresh.cast::<Slot>(), log2, len: 0, pending, run_bytes });
         mapped.fetch_add(bytes as u64, Ordering::Relaxed);
         if !old.slots.is_null() {
             for i in 0..=old.mask() {
@@ -516,6 +526,22 @@ impl Table {
                 return (bytes, allocations);
             }
         }
+    }
+
+    /// Starts counting a run's live bytes from generation `from` (not yet current: nothing of it
+    /// or later is live, so the count starts at zero and stays exact).
+    pub(crate) fn start_run_bytes(&self, from: u32) {
+        RUN_FROM.store(u32::MAX, Ordering::Relaxed);
+        for shard in &self.shards {
+            shard.with(|t| t.run_bytes = 0);
+        }
+        RUN_FROM.store(from, Ordering::Relaxed);
+    }
+
+    /// What the run's generations ([`RUN_FROM`] on) hold now, in bytes: each shard read under its
+    /// lock, one after another.
+    pub(crate) fn run_live(&self) -> i64 {
+        self.shards.iter().map(|s| s.with(|t| t.run_bytes)).sum()
     }
 
     /// What is recorded for `key`.
