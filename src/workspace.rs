@@ -18,6 +18,15 @@ pub mod age {
     };
 }
 
+/// The rule for bytes: live bytes per site, sample by sample, judged by growth (the simulator of
+/// allocation histories and its bench call it as the harness does).
+pub mod growth {
+    pub use crate::verdict::sites::rule::{Grew, SiteGrowth, LATE_RISES};
+    pub use crate::verdict::sites::series::{Key, Reading, SeriesSet};
+    pub use crate::verdict::sites::{judge, Context, Judged, Verdicts};
+    pub use crate::verdict::Consumer;
+}
+
 /// Call stacks: frames resolved and named, a stack's headline, the user's own function in it.
 pub mod stacks {
     pub use crate::probe::stacks::{headline, own_function};

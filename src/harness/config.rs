@@ -17,6 +17,13 @@ pub struct HarnessConfig {
     /// false-positive rate ([`AnalysisConfig`]), and the final verdict is judged as the look that
     /// stopped the run. `None` (the default): run `cycles`.
     pub decide_after: Option<u64>,
+    /// The run's planned end: before it, only exact signals (handles, files and maps under the
+    /// store's directory, swallowed close errors, integrity) may call a leak; a statistical one's
+    /// leak (the byte signals, `retained_bytes` included) is held inconclusive, to be judged at the
+    /// planned end, when a bound the run has not yet seen may have shown. Looks after it may call
+    /// leaks. `None` (the default): [`decide_after`](HarnessConfig::decide_after), else
+    /// [`cycles`](HarnessConfig::cycles).
+    pub planned_end: Option<u64>,
     /// `leakcheck check`'s early look, at this many cycles (before
     /// [`decide_after`](HarnessConfig::decide_after)): it stops the run only clean, and only when
     /// nothing is in question. The look's verdict is clean; no stacked site of the record holds
@@ -106,6 +113,11 @@ pub fn simulated_invisible_allocations() -> Result<(), ProbeError> {
 }
 
 impl HarnessConfig {
+    /// The cycles before which no statistical signal calls a leak ([`HarnessConfig::planned_end`]).
+    pub(crate) fn planned_end(&self) -> u64 {
+        self.planned_end.or(self.decide_after).unwrap_or(self.cycles)
+    }
+
     /// The analysis the run is judged with: looks counted from `decide_after` when it is set.
     pub(crate) fn judged_analysis(&self) -> AnalysisConfig {
         match self.decide_after {
@@ -127,6 +139,7 @@ impl Default for HarnessConfig {
         HarnessConfig {
             cycles: 100,
             decide_after: None,
+            planned_end: None,
             early_look: None,
             stop_on_exact_leak: false,
             sample_every: 1,

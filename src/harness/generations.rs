@@ -60,6 +60,23 @@ pub struct GenerationsReport {
 /// The most generations report.json lists (a soak's samples are bounded the same way).
 pub(crate) const MAX_GENERATIONS_LISTED: usize = super::MAX_SOAK_SAMPLES;
 
+/// What a look at the record is asked ([`RunGenerations::look`]).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RecordLook<'a> {
+    /// The first judged cycle.
+    pub(crate) from: u64,
+    /// Known leaks the run accepts.
+    pub(crate) suppressions: &'a crate::suppress::Suppressions,
+    /// What the store's last sample said RocksDB accounts for.
+    pub(crate) reported: Option<&'a crate::probe::RocksDbMemory>,
+    /// Every site's frames named (the end's report), not only those that leak or are open.
+    pub(crate) named: bool,
+    /// The false-leak rate this look may spend on the record's series.
+    pub(crate) alpha: f64,
+    /// Leaks may be called: the run's planned end or later.
+    pub(crate) callable: bool,
+}
+
 /// The youngest cycles `retained_bytes` leaves out: what the last cycle allocated may still be in
 /// use by the store (state it carries to the next cycle).
 pub(crate) const YOUNG_CYCLES: u64 = 1;
@@ -98,6 +115,11 @@ pub(crate) struct RunGenerations {
     unexplained: Vec<(u64, u64)>,
     /// When the run began: its pace turns a window in time into cycles.
     started: std::time::Instant,
+    /// Live bytes per site, the record's total, what the size classes drained and what the store
+    /// reports, sample by sample from the first judged cycle.
+    series: crate::verdict::sites::series::SeriesSet,
+    /// What the growth rule said at the last look.
+    growth: Option<crate::verdict::sites::Verdicts>,
 }
 
 /// Stacks per cycle, about, that a watched size class costs: a class more common than this is
@@ -129,7 +151,7 @@ impl RunGenerations {
             Some(Ok(g)) => (Some(g), None),
             Some(Err(e)) => (None, Some(format!("allocation generations unavailable: {e}"))),
         };
-        let setup = gens.map_or(0, Generations::advance);
+        let setup = gens.map_or(0, Generations::begin_run);
         if let Some(g) = gens {
             g.unwatch_all();
             g.start_run(setup);
@@ -150,7 +172,50 @@ impl RunGenerations {
             leak_look: None,
             unexplained: Vec::new(),
             started: std::time::Instant::now(),
+            series: Default::default(),
+            growth: None,
         }
+    }
+
+    /// Reads, after cycle `cycle` (a sample's), every site's live bytes, the record's total, what
+    /// the watched classes drained and what the store reports (`reported`), into the series the
+    /// growth rule judges. From the first judged cycle on; one read per stack, whatever the run's
+    /// length.
+    pub(crate) fn sample(&mut self, cycle: u64, reported: Option<&crate::probe::RocksDbMemory>) {
+        use crate::verdict::sites::series::{Key, Reading};
+        let Some(g) = self.gens.filter(|g| !self.interleaved && g.exact()) else {
+            return;
+        };
+        if cycle < self.watch_from {
+            return;
+        }
+        let (_, distinct) = g.stacks_taken();
+        let mut readings = Vec::new();
+        let mut classes = std::collections::BTreeSet::new();
+        for id in (1..=distinct).chain([generations::OVERFLOW_STACK]) {
+            let now = g.site_now(id);
+            if now.stacked != 0 {
+                readings.push(Reading {
+                    estimate: now.live as f64,
+                    turned: now.turned,
+                    class: now.class,
+                    ..Reading::of(Key::Stack { id }, now.stacked as f64)
+                });
+                classes.extend(now.class);
+            }
+        }
+        for class in classes {
+            let (drained, turned) = g.class_drained(class);
+            readings.push(Reading { turned, ..Reading::count(Key::Drained { class }, drained) });
+        }
+        readings.push(Reading::of(Key::Total, g.run_live() as f64));
+        if let Some(m) = reported {
+            for consumer in Consumer::ALL.into_iter().filter(|k| !k.bounded_by_time()) {
+                readings.push(Reading::of(Key::Reported { consumer }, consumer.budget(m)));
+            }
+            readings.push(Reading::of(Key::CacheCapacity, m.cache_capacity_bytes as f64));
+        }
+        self.series.push(cycle, readings);
     }
 
     /// Starts cycle `cycle`'s generation (cycles are numbered from 0, one after another), then
@@ -206,6 +271,13 @@ impl RunGenerations {
         }
     }
 
+    /// What leakcheck's own bookkeeping holds now, exactly (every allocation made inside it: the
+    /// harness's records and samples, the ledger's records, the observer's reports), when this
+    /// run's allocations are recorded: what the byte counter subtracts as the harness's.
+    pub(crate) fn bookkeeping_bytes(&self) -> Option<i64> {
+        self.gens.filter(|g| !self.interleaved && g.exact()).map(|g| g.runner().bytes)
+    }
+
     /// Whether the record missed allocations (its table could not grow): it is not judged.
     pub(crate) fn incomplete(&self) -> bool {
         self.gens.is_some_and(|g| !g.exact())
@@ -259,61 +331,87 @@ impl RunGenerations {
         *self.consumers.borrow_mut().entry(id).or_insert_with(|| Consumer::of_frames(&frames_of(g, id)))
     }
 
-    /// Judges what cycles `from..` (all but the youngest) hold now with the age rule: at a look
-    /// while the run goes (`named`: every site's frames, for the end's report; else only the
-    /// sites that leak or are open), with `reported`, what the store's last sample said RocksDB
-    /// accounts for. What `suppressions` accept is marked. A leak found stays found: the first
-    /// look that found one is kept ([`RunGenerations::leak_found`]).
-    pub(crate) fn look(
-        &mut self,
-        from: u64,
-        suppressions: &crate::suppress::Suppressions,
-        reported: Option<&crate::probe::RocksDbMemory>,
-        named: bool,
-    ) -> Option<Retained> {
+    /// Judges what cycles `from..` (all but the youngest) hold now: each site's live bytes by
+    /// growth (the sites, the record's total, a RocksDB consumer's sites against its report: the
+    /// error rate `alpha` split over the series), what the judged cycles hold by age (to call
+    /// clean early and to describe it), at a look while the run goes (`named`: every site's
+    /// frames, for the end's report; else only the sites that leak or are open), with `reported`,
+    /// what the store's last sample said RocksDB accounts for. What `suppressions` accept is
+    /// marked. A leak found at a look where leaks may be called (`callable`: the run's planned end
+    /// or later) stays found ([`RunGenerations::leak_found`]).
+    pub(crate) fn look(&mut self, at: RecordLook<'_>) -> Option<Retained> {
+        let RecordLook { from, suppressions, reported, named, alpha, callable } = at;
         let (g, to) = self.judged_record()?;
         let from = from.min(to);
         let mut r = Retained::of(from, to, (from..=to).map(|c| (c, g.live(self.generation(Some(c))))));
         r.cycles_run = self.cycles;
-        if r.allocations > 0 {
-            let held = self.held(g, from, to);
-            let cycle_of_gen = |gen: Generation| self.cycle_of(gen);
-            let name = |id: u32| frames_of(g, id);
-            let turnover = |id: u32| g.turnover(id).map(u64::from);
-            let class_turnover = |size: u64| g.class_turnover(size).map(u64::from);
-            let first_seen = |id: u32| g.first_seen(id).map(cycle_of_gen);
-            let consumer = |id: u32| self.consumer_of(g, id);
-            // The cycles the timer's window takes at this run's pace so far.
-            let per_cycle = self.started.elapsed().as_secs_f64() / self.cycles.max(1) as f64;
-            let periodic_window =
-                (crate::verdict::retained::consumer::TIMER_HOLDS_SECONDS / per_cycle.max(1e-6)).ceil() as u64;
-            let facts = SiteFacts {
-                name: &name,
-                turnover: &turnover,
-                class_turnover: &class_turnover,
-                first_seen: &first_seen,
-                consumer: &consumer,
-                reported,
-                periodic_window,
+        // The cycles the timer's window takes at this run's pace so far.
+        let per_cycle = self.started.elapsed().as_secs_f64() / self.cycles.max(1) as f64;
+        let periodic_window =
+            (crate::verdict::retained::consumer::TIMER_HOLDS_SECONDS / per_cycle.max(1e-6)).ceil() as u64;
+        let growth = {
+            let consumers = &self.consumers;
+            let consumer =
+                |id: u32| *consumers.borrow_mut().entry(id).or_insert_with(|| Consumer::of_frames(&frames_of(g, id)));
+            let matched = &self.suppressed_stacks;
+            let suppressed = |id: u32| {
+                suppressions.names_functions()
+                    && *matched.borrow_mut().entry(id).or_insert_with(|| suppressions.matches_stack(&frames_of(g, id)))
             };
-            let all = generations::bookkeeping(|| sites(&held, Span { first: from, last: to }, &facts, named));
-            let unexplained = generations::bookkeeping(|| self.unexplained_of(g, &held, &all, suppressions));
-            r = generations::bookkeeping(|| {
-                let mut all = all;
-                suppressions.mark_sites(&mut all, r.cycles());
-                r.with_sites(all)
-            });
-            self.unexplained = unexplained;
-        } else {
-            // The judged cycles hold nothing: no site, and so none with old residue.
-            r.old_sites = Some(0);
-            r.late_old_sites = Some(0);
-            self.unexplained.clear();
-        }
-        if r.leaks() && self.leak_look.is_none() {
+            let cx = crate::verdict::sites::Context {
+                first: from,
+                alpha,
+                consumer_of: &consumer,
+                periodic_window,
+                total_budget: crate::verdict::Budgets::default().bytes.unwrap_or(0.0),
+                suppressed: &suppressed,
+            };
+            let series = &mut self.series;
+            generations::bookkeeping(|| crate::verdict::sites::judge(series, &cx))
+        };
+        let held = if r.allocations > 0 { self.held(g, from, to) } else { Vec::new() };
+        let cycle_of_gen = |gen: Generation| self.cycle_of(gen);
+        let name = |id: u32| frames_of(g, id);
+        let turnover = |id: u32| g.turnover(id).map(u64::from);
+        let class_turnover = |size: u64| g.class_turnover(size).map(u64::from);
+        let first_seen = |id: u32| g.first_seen(id).map(cycle_of_gen);
+        let consumer = |id: u32| self.consumer_of(g, id);
+        let facts = SiteFacts {
+            name: &name,
+            turnover: &turnover,
+            class_turnover: &class_turnover,
+            first_seen: &first_seen,
+            consumer: &consumer,
+            reported,
+            periodic_window,
+        };
+        let all = generations::bookkeeping(|| sites(&held, Span { first: from, last: to }, &facts, &growth, named));
+        let unexplained = generations::bookkeeping(|| self.unexplained_of(g, &held, &all, suppressions));
+        r = generations::bookkeeping(|| {
+            let mut all = all;
+            suppressions.mark_sites(&mut all, r.cycles());
+            r.with_sites(all).with_growth(&growth)
+        });
+        self.unexplained = unexplained;
+        self.growth = Some(growth);
+        if callable && r.leaks() && self.leak_look.is_none() {
             self.leak_look = Some(generations::bookkeeping(|| r.clone()));
         }
         Some(r)
+    }
+
+    /// What each reported consumer that explains its sites' growth (within its report and its
+    /// bound) grew by over cycles `from..=to`, as the last look read the record.
+    pub(crate) fn explained_growth(&self, from: u64, to: u64) -> Vec<(Consumer, f64)> {
+        self.growth
+            .as_ref()
+            .map_or_else(Vec::new, |v| crate::verdict::sites::explained_growth(&self.series, v, from, to))
+    }
+
+    /// What the known leaks a suppression accepts grew by over cycles `from..=to`, as the last
+    /// look read the record.
+    pub(crate) fn suppressed_growth(&self, from: u64, to: u64) -> f64 {
+        self.growth.as_ref().map_or(0.0, |v| crate::verdict::sites::suppressed_growth(&self.series, v, from, to))
     }
 
     /// The first look's record that found a leak, if one did.

@@ -254,7 +254,7 @@ impl<'a> Run<'a> {
             c.bk.track(crate::probe::symbols::warm);
         }
         let mut baseline = with_rocksdb(store, probe.settle(cfg.settle, None).sample);
-        baseline.bookkeeping_bytes = c.bk.bytes();
+        baseline.bookkeeping_bytes = c.gens.bookkeeping_bytes().or_else(|| c.bk.bytes());
         c.bk.track(|| analysis.baseline(&baseline));
         Run {
             c,
@@ -367,11 +367,15 @@ impl<'a> Run<'a> {
         let record_look = look.is_some() || early || record_look_due(cycle + 1, warmup);
         if record_look {
             let reported = sampled.map_or_else(|| store.rocksdb_memory(), |s| s.sample.rocksdb);
-            self.look_at_the_record(reported.as_ref(), false);
+            self.look_at_the_record(reported.as_ref(), false, false);
         }
         if let Some(look) = look {
             let (analysis, gens, retained) = (&mut self.analysis, &self.c.gens, self.retained.as_ref());
-            let v = self.c.bk.track(|| with_the_record(analysis.look(look), analysis, gens, retained, warmup));
+            let mut v = self.c.bk.track(|| with_the_record(analysis.look(look), analysis, gens, retained, warmup));
+            let planned = cfg.planned_end();
+            if !look.last && cycle + 1 < planned {
+                self.c.bk.track(|| v.hold_statistical_leaks(planned - (cycle + 1)));
+            }
             // The verdict it replaces is dropped inside the bookkeeping too.
             self.c.bk.track(|| self.judged = Some(v));
         }
@@ -400,13 +404,25 @@ impl<'a> Run<'a> {
 
     /// Reads and judges the record now ([`RunGenerations::look`](super::generations::RunGenerations::look)),
     /// when this run's native allocations are recorded.
-    fn look_at_the_record(&mut self, reported: Option<&crate::probe::RocksDbMemory>, named: bool) {
+    fn look_at_the_record(&mut self, reported: Option<&crate::probe::RocksDbMemory>, named: bool, last: bool) {
         if !self.bytes_visible || !self.c.gens.recorded() {
             return;
         }
-        let warmup = self.judged_cfg.warmup_cycles as u64;
-        let (gens, suppressions) = (&mut self.c.gens, &self.cfg.suppressions);
-        let r = self.c.bk.track(|| gens.look(warmup, suppressions, reported, named));
+        let done = self.cycles_run;
+        let index = match self.cfg.look_after(&self.judged_cfg, done) {
+            Some(look) => look.index,
+            None => self.judged_cfg.looks.index(done, last),
+        };
+        let look = super::generations::RecordLook {
+            from: self.judged_cfg.warmup_cycles as u64,
+            suppressions: &self.cfg.suppressions,
+            reported,
+            named,
+            alpha: self.judged_cfg.signal_alpha(index),
+            callable: last || done >= self.cfg.planned_end(),
+        };
+        let gens = &mut self.c.gens;
+        let r = self.c.bk.track(|| gens.look(look));
         self.c.bk.track(|| self.retained = r);
     }
 
@@ -418,7 +434,11 @@ impl<'a> Run<'a> {
             self.c.patience.patient = false;
         }
         let mut s = with_rocksdb(store, settled.sample);
-        s.bookkeeping_bytes = self.c.bk.bytes();
+        s.bookkeeping_bytes = self.c.gens.bookkeeping_bytes().or_else(|| self.c.bk.bytes());
+        if self.bytes_visible {
+            let gens = &mut self.c.gens;
+            self.c.bk.track(|| gens.sample(cycle, s.rocksdb.as_ref()));
+        }
         let sample = self.c.bk.track(|| CycleSample::new(cycle, s, record.retained_handles.clone(), settled.settled));
         self.c.bk.track(|| self.analysis.sample(&sample));
         sample
@@ -432,9 +452,9 @@ impl<'a> Run<'a> {
     fn finish<L: Lifecycle>(mut self, store: &mut L, unavailable: Option<String>) -> HarnessReport {
         let cfg = self.cfg;
         let mut last = with_rocksdb(store, self.probe.settle(cfg.settle, None).sample);
-        last.bookkeeping_bytes = self.c.bk.bytes();
+        last.bookkeeping_bytes = self.c.gens.bookkeeping_bytes().or_else(|| self.c.bk.bytes());
         if unavailable.is_none() {
-            self.look_at_the_record(last.rocksdb.as_ref(), false);
+            self.look_at_the_record(last.rocksdb.as_ref(), false, true);
         }
         let warmup = self.judged_cfg.warmup_cycles as u64;
         let mut verdict = crate::bookkeeping::bookkeeping(|| self.last_look(&last, unavailable.clone()));
@@ -457,7 +477,7 @@ impl<'a> Run<'a> {
             if shared > 0 {
                 self.c.gens.shared_still_alive(shared);
             }
-            self.look_at_the_record(store.rocksdb_memory().as_ref(), true);
+            self.look_at_the_record(store.rocksdb_memory().as_ref(), true, true);
             retained = self.c.bk.track(|| {
                 let end = self.retained.take().map(|mut r| {
                     r.after_let_go = true;
@@ -575,5 +595,44 @@ fn record_holds(analysis: &Analysis, gens: &super::generations::RunGenerations, 
                 crate::verdict::RecordHolds { from_cycle: first, to_cycle: last, bytes, leak_would_hold: would };
             verdict.note_record_holds(&signal, holds);
         }
+    }
+    consumers_explain(gens, verdict);
+}
+
+/// What the reported consumers account for of the byte counters' growth (leaks and undecided
+/// growth), as the record measured their sites within their bounds: all of it in RocksDB's
+/// accounting (`rocksdb_explained_bytes`), its rounding in the allocator's bytes beyond it
+/// (`unexplained_bytes`: RocksDB charges what it asked for, jemalloc counts the class it rounded
+/// to). A growth it covers beyond the budget is shown, not judged, with the figure.
+fn consumers_explain(gens: &super::generations::RunGenerations, verdict: &mut RunVerdict) {
+    use crate::signal::Signal;
+    let asked: Vec<(SignalId, f64, crate::verdict::Growth)> = verdict
+        .signals
+        .iter()
+        .filter(|s| matches!(s.verdict, Verdict::Leak | Verdict::Inconclusive) && !s.informational)
+        .filter_map(|s| {
+            let share = match s.family() {
+                Signal::RocksdbExplainedBytes => 1.0,
+                Signal::UnexplainedBytes => crate::probe::CACHE_ROUNDING,
+                _ => return None,
+            };
+            Some((s.signal.clone(), share, s.growth?))
+        })
+        .collect();
+    for (signal, share, g) in asked {
+        let grown = gens.explained_growth(g.from_cycle, g.to_cycle);
+        // A known leak a suppression accepts is the allocator's bytes beyond RocksDB's accounting.
+        let suppressed = if share < 1.0 { gens.suppressed_growth(g.from_cycle, g.to_cycle) } else { 0.0 };
+        if grown.is_empty() && suppressed == 0.0 {
+            continue;
+        }
+        let explained = crate::verdict::ConsumersExplain {
+            consumers: grown.iter().map(|(k, _)| *k).collect(),
+            bytes: share * grown.iter().map(|(_, b)| b).sum::<f64>() + suppressed,
+            suppressed_bytes: suppressed,
+            from_cycle: g.from_cycle,
+            to_cycle: g.to_cycle,
+        };
+        verdict.explain_by_consumers(&signal, explained);
     }
 }

@@ -101,6 +101,32 @@ impl RunReport {
             }
         }
         by_place.sort_by_key(|(_, all)| std::cmp::Reverse(all.iter().map(|s| s.bytes).sum::<i64>()));
+        let wholes = [
+            ("the record's total, less what RocksDB reports (no one site holds it)", r.total),
+            ("the sites past the most kept apart, summed", r.rest),
+        ];
+        let whole_findings: Vec<Finding> = wholes
+            .into_iter()
+            .filter_map(|(what, g)| g.filter(|g| g.leaks()).map(|g| (what, g)))
+            .map(|(what, g)| Finding {
+                signal: v.signal.to_string(),
+                verdict: Verdict::Leak,
+                message: format!(
+                    "retained_bytes: {what} still growing {}/cycle through cycles {}-{} ({} kept against a budget of {}); \
+                     if it is bounded, run past its bound (`cycles = {}`, `--cycles {}`)",
+                    super::words::rate(g.bytes_per_cycle),
+                    g.from_cycle,
+                    g.to_cycle,
+                    human_bytes(g.growth_bytes),
+                    human_bytes(g.budget_bytes),
+                    2 * (g.to_cycle + 1),
+                    2 * (g.to_cycle + 1),
+                ),
+                place: None,
+                per_cycle: Some(g.bytes_per_cycle),
+                frames: Vec::new(),
+            })
+            .collect();
         by_place
             .into_iter()
             .map(|(at, all)| {
@@ -111,24 +137,33 @@ impl RunReport {
                     1 => String::new(),
                     n => format!(", {n} stacks"),
                 };
-                let per_cycle = bytes as f64 / judged;
-                Finding {
-                    signal: v.signal.to_string(),
-                    verdict: Verdict::Leak,
-                    message: format!(
+                // The growth of the live bytes: what decided it.
+                let grown: Vec<_> = all.iter().filter_map(|s| s.live.map(|j| j.growth)).collect();
+                let per_cycle = match grown.is_empty() {
+                    true => bytes as f64 / judged,
+                    false => grown.iter().map(|g| g.bytes_per_cycle).sum(),
+                };
+                let message = growth_message(&grown, at, &stacks).unwrap_or_else(|| {
+                    format!(
                         "retained_bytes: {} per cycle ({} in {allocations} allocations from {cycles_holding} of cycles \
                          {}-{}{stacks}), allocated in {at}",
                         super::words::rate(per_cycle),
                         human_bytes(bytes as f64),
                         r.from_cycle,
                         r.to_cycle,
-                    ),
+                    )
+                });
+                Finding {
+                    signal: v.signal.to_string(),
+                    verdict: Verdict::Leak,
+                    message,
                     place: Place::parse(at),
                     per_cycle: Some(per_cycle),
                     // The largest stack's frames.
                     frames: all.iter().max_by_key(|s| s.bytes).map(|s| s.frames.clone()).unwrap_or_default(),
                 }
             })
+            .chain(whole_findings)
             .collect()
     }
 
@@ -226,4 +261,20 @@ fn signal_words(v: &crate::verdict::SignalVerdict) -> String {
         "-" => format!("leak, {detail}"),
         _ => format!("leak, {per_cycle} per cycle {detail}"),
     }
+}
+
+/// The sites of one place whose live bytes kept growing (`grown`), in one line: how fast, where
+/// (`at`), over which cycles, and what to do when the growth is bounded past the run. `None` when
+/// none grew (a report written before the growth rule).
+fn growth_message(grown: &[crate::verdict::SiteGrowth], at: &str, stacks: &str) -> Option<String> {
+    let (from, to) = grown.iter().map(|g| (g.from_cycle, g.to_cycle)).reduce(|a, b| (a.0.min(b.0), a.1.max(b.1)))?;
+    let per_cycle: f64 = grown.iter().map(|g| g.bytes_per_cycle).sum();
+    Some(format!(
+        "retained_bytes: still growing {}/cycle at {at} through cycles {from}-{to} ({} live now{stacks}); if it is \
+         bounded, run past its bound (`cycles = {}`, `--cycles {}`)",
+        super::words::rate(per_cycle),
+        human_bytes(grown.iter().map(|g| g.live_bytes).sum()),
+        2 * (to + 1),
+        2 * (to + 1),
+    ))
 }

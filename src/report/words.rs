@@ -145,6 +145,9 @@ pub(crate) fn site_line(site: &crate::verdict::RetainedSite) -> String {
     };
     let window =
         |w: u64| if w == 0 { "gives nothing back".to_string() } else { format!("gives back at ages up to {}", w / 2) };
+    if let Some(line) = growth_line(site) {
+        return line;
+    }
     let (label, why) = match (site.suppressed.as_ref(), site.judged, site.facts) {
         (Some(_), _, _) => ("suppressed:", String::new()),
         (None, None, _) => ("unjudged:", String::new()),
@@ -210,6 +213,61 @@ pub(crate) fn site_line(site: &crate::verdict::RetainedSite) -> String {
         if site.stacked { ", allocated at" } else { ":" },
         site.function
     )
+}
+
+/// A site whose live bytes grew, as the notes list it (`None` for one that did not, or that a
+/// suppression accepts).
+fn growth_line(site: &crate::verdict::RetainedSite) -> Option<String> {
+    let (label, why) = growth_words(site.live.filter(|_| site.suppressed.is_none())?)?;
+    Some(format!(
+        "  {label} {} live in {} allocation{} held{why}, allocated at {}",
+        crate::units::human_bytes(site.live.map_or(site.bytes as f64, |j| j.growth.live_bytes)),
+        site.allocations,
+        if site.allocations == 1 { "" } else { "s" },
+        site.function
+    ))
+}
+
+/// What the growth rule said of a site's live bytes, when it grew: its label and why (`None` for a
+/// site whose live bytes did not grow, described by its residue's ages).
+fn growth_words(j: crate::verdict::sites::Judged) -> Option<(&'static str, String)> {
+    use crate::verdict::Grew;
+    let g = j.growth;
+    let kept = |what: &str| {
+        format!(
+            " ({what}: {}/cycle through cycles {}-{}, {} kept against a budget of {}, {} rises in the later half)",
+            rate(g.bytes_per_cycle),
+            g.from_cycle,
+            g.to_cycle,
+            crate::units::human_bytes(g.growth_bytes),
+            crate::units::human_bytes(g.budget_bytes),
+            g.rises
+        )
+    };
+    let consumer = j.consumer.map_or("a RocksDB consumer", |c| c.name());
+    Some(match g.grew {
+        _ if j.explained => ("explained:", format!(" (growing in the {consumer}, within what the store reports)")),
+        _ if j.unreported => (
+            "open:",
+            format!(
+                " (growing in {consumer}, which the store does not report: report it through Lifecycle::rocksdb_memory, \
+                 or let go of it in Lifecycle::let_go)"
+            ),
+        ),
+        Grew::Leak => ("leak:", kept("still growing")),
+        Grew::BelowBudget => ("open:", kept("growing, not yet past its own variability")),
+        Grew::Stopped => ("stopped:", kept("grew, then not in the last quarter")),
+        Grew::RareLosses { settles_by } => (
+            "open:",
+            format!(
+                " (never gave back; rose in {} judged cycles, the last at {}, too few to prove: settled by cycle \
+                 {settles_by} if no more come)",
+                g.rises_judged,
+                g.last_rise.unwrap_or(0)
+            ),
+        ),
+        _ => return None,
+    })
 }
 
 /// What the signal table's "per cycle" column means (the brief's table and the full one).

@@ -27,6 +27,9 @@ pub(super) struct Plan {
     pub(super) baseline: Option<(crate::report::RunReport, String)>,
     /// Cycles before the first judged one, when not the analysis's default.
     pub(super) warmup_cycles: Option<usize>,
+    /// The planned end, when it is not the cycles asked for (`#[leakcheck::test]` without
+    /// `cycles`: its `max_cycles`): before it only exact signals call a leak.
+    pub(super) planned_end: Option<u64>,
 }
 
 pub(super) fn validate(opts: &RunOptions) -> Result<Plan, RunError> {
@@ -98,7 +101,7 @@ pub(super) fn validate_from(opts: &RunOptions, min_cycles: u64) -> Result<Plan, 
         }
         None => None,
     };
-    Ok(Plan { depth, cycles, max_cycles, sample_every, suppressions, baseline, warmup_cycles: None })
+    Ok(Plan { depth, cycles, max_cycles, sample_every, suppressions, baseline, warmup_cycles: None, planned_end: None })
 }
 
 /// The suppressions in force: the file asked for, else [`DEFAULT_SUPPRESSIONS`] in the current
@@ -159,6 +162,8 @@ pub(super) fn harness_config(opts: &RunOptions, plan: &Plan, faults: FaultPlan) 
     let mut hc = HarnessConfig {
         cycles: plan.max_cycles.unwrap_or(plan.cycles),
         decide_after: (!soak).then_some(plan.cycles),
+        // Check: the cycles asked for (or the attribute's `max_cycles`); a soak: its first look.
+        planned_end: Some(plan.planned_end.unwrap_or(if soak { DEFAULT_CHECK_CYCLES } else { plan.cycles })),
         // Only where the cycles are check's default, and every cycle is not asked for.
         early_look: (!soak
             && opts.cycles.is_none()

@@ -21,6 +21,7 @@ mod floors;
 mod growth;
 mod model;
 pub(crate) mod retained;
+pub(crate) mod sites;
 pub(crate) mod stats;
 
 use std::collections::BTreeMap;
@@ -35,6 +36,9 @@ pub use model::{Estimate, Residue, Retention, Rule, RuleKind, SignalVerdict, Unm
 pub use retained::age::{AgeFacts, Aged, ContainerGrowth, Open};
 pub use retained::consumer::Consumer;
 pub use retained::{RecordHolds, Retained, RetainedSite};
+pub use sites::rule::{Grew, SiteGrowth, LATE_RISES};
+pub use sites::series::Key as SeriesKey;
+pub use sites::{ConsumerGrowth, ConsumersExplain, Judged as SiteJudged};
 
 use crate::probe::Sample;
 use crate::signal::{Class, Signal, SignalId};
@@ -510,19 +514,13 @@ impl RunVerdict {
     }
 
     /// Adds the `retained_bytes` verdict, after the statistical signals and before the exact ones,
-    /// and lets it decide the run: a site the age rule calls a leak is a leak whatever the
+    /// and lets it decide the run: a site whose live bytes keep growing is a leak whatever the
     /// aggregate byte count says (a leak beside memory given back, or too small for the counter's
-    /// noise).
-    ///
-    /// The record knows exactly what the judged cycles hold, and which of it is state (residue
-    /// within a site's window, a stopped container, what a reported consumer accounts for). A
-    /// leak the counter's growth rule found, or growth it has not decided, that the cycles it grew
-    /// over could not hold (they held, beyond state, less than the smallest leak the rule calls:
-    /// [`SignalVerdict::record_holds`]) moved with something else: it is shown, not judged. Where
-    /// they held as much, it counts: the record's stacks may not name it (a leak's firings made
-    /// before their size was watched, one whose stack differs each cycle), but its bytes are
-    /// there. A counter still below its evidence floor has measured no growth to compare: beside
-    /// a clean record it is shown, not judged (a short run is the record's to decide).
+    /// noise). It never sets a measured growth aside: a leak the counter's growth rule found
+    /// stands beside it, and what the record held where that leak would be is only shown
+    /// ([`SignalVerdict::record_holds`]). A counter still below its evidence floor has measured no
+    /// growth: beside a clean record it is shown, not judged (a short run is the record's to
+    /// decide).
     pub(crate) fn add_retained(&mut self, v: SignalVerdict) {
         let at = self
             .signals
@@ -543,13 +541,59 @@ impl RunVerdict {
                     && !s.informational
                     && s.verdict == Verdict::Clean
             });
-            for s in self.signals.iter_mut().filter(|s| contradicted_counter(s) || (clean && counter_without_growth(s)))
+            // A clean record whose exact total did not grow by the counter's budget answers a
+            // counter's question it could not (undecided, never a leak it measured): what the
+            // counter saw was not memory the run's cycles hold.
+            let total_growth = self
+                .signals
+                .iter()
+                .filter(|s| {
+                    s.signal.signal() == crate::signal::Signal::RetainedBytes
+                        && !s.informational
+                        && s.verdict == Verdict::Clean
+                })
+                .find_map(|s| s.retained.as_ref()?.total.filter(|t| !t.leaks() && !t.open()))
+                .map(|t| t.kept_to_end);
+            let flat = |s: &SignalVerdict| {
+                total_growth.is_some_and(|g| s.growth.is_none_or(|c| g <= c.budget + c.data_allowance))
+            };
+            for s in self
+                .signals
+                .iter_mut()
+                .filter(|s| clean && (counter_without_growth(s) || (counter_undecided(s) && flat(s))))
             {
                 s.informational = true;
             }
             let mut verdict = aggregate(&mut self.signals);
             if let Some(b) = &self.baseline_return {
                 verdict = verdict.worst(b.verdict);
+            }
+            self.verdict = verdict;
+        }
+    }
+
+    /// Holds every statistical signal's leak (the byte signals, `retained_bytes` included, the
+    /// OS counts outside the store's directory) inconclusive for `more` cycles: before the run's
+    /// planned end only exact signals call a leak, so that a bound the run has not reached yet
+    /// can still show.
+    pub(crate) fn hold_statistical_leaks(&mut self, more: u64) {
+        let mut held = false;
+        for s in self.signals.iter_mut().filter(|s| s.verdict == Verdict::Leak && !s.informational) {
+            let family = s.family();
+            if crate::signal::Signal::STATISTICAL.contains(&family) || family == crate::signal::Signal::RetainedBytes {
+                s.verdict = Verdict::Inconclusive;
+                s.more_cycles_needed = Some(s.more_cycles_needed.unwrap_or(0).max(more));
+                held = true;
+            }
+        }
+        if held {
+            self.rules_out = None;
+            let mut verdict = aggregate(&mut self.signals);
+            if let Some(b) = &self.baseline_return {
+                verdict = verdict.worst(b.verdict);
+            }
+            if self.bytes_unavailable.is_some() {
+                verdict = verdict.worst(Verdict::Inconclusive);
             }
             self.verdict = verdict;
         }
@@ -562,6 +606,18 @@ impl RunVerdict {
         if let Some(s) = self.signals.iter_mut().find(|s| &s.signal == signal) {
             s.record_holds = Some(holds);
         }
+    }
+
+    /// Notes what the reported consumers account for of a counter's growth (`signal`), and shows
+    /// it, not judges it, when the growth's lower bound less that is within the budget: a
+    /// measured growth set aside only by a consumer within its bound, with its figure.
+    pub(crate) fn explain_by_consumers(&mut self, signal: &SignalId, explained: ConsumersExplain) {
+        let Some(s) = self.signals.iter_mut().find(|s| &s.signal == signal) else { return };
+        let fits = s.growth.is_some_and(|g| g.lower - explained.bytes <= g.budget + g.data_allowance);
+        if fits && matches!(s.verdict, Verdict::Leak | Verdict::Inconclusive) {
+            s.informational = true;
+        }
+        s.explained_by = Some(explained);
     }
 
     /// Allows, in the return to baseline, the bytes the leaks a suppression accepts hold, and
@@ -594,13 +650,14 @@ impl RunVerdict {
     }
 }
 
-/// A leak the counter's growth rule found, or growth it has not decided, where the record held
-/// less than the smallest leak it calls would have left: the counter moved with something other
-/// than what those cycles kept.
-fn contradicted_counter(s: &SignalVerdict) -> bool {
-    !s.informational
-        && matches!(s.verdict, Verdict::Leak | Verdict::Inconclusive)
-        && s.record_holds.is_some_and(|h| h.contradicts())
+/// The counter's growth rule undecided (not a leak) on the bytes.
+fn counter_undecided(s: &SignalVerdict) -> bool {
+    let counted = [
+        crate::signal::Signal::UnexplainedBytes,
+        crate::signal::Signal::RocksdbExplainedBytes,
+        crate::signal::Signal::BytesPerFiring,
+    ];
+    !s.informational && s.verdict == Verdict::Inconclusive && counted.contains(&s.family())
 }
 
 /// The counter's growth rule undecided with no growth measured to compare with the record (below

@@ -180,6 +180,10 @@ pub struct SignalVerdict {
     pub retained: Option<super::Retained>,
     /// A leak the counter's growth rule found: what the record held where the leak would be.
     pub record_holds: Option<super::RecordHolds>,
+    /// The counter's growth that the RocksDB consumers the store reports account for, within
+    /// their bounds, as the record measured their sites (shown, not judged, when it covers the
+    /// growth beyond the budget).
+    pub explained_by: Option<super::ConsumersExplain>,
     /// [`Verdict::NotMeasured`]: why (the source that never reported).
     pub not_measured: Option<Unmeasured>,
 }
@@ -201,6 +205,7 @@ impl SignalVerdict {
             growth_below_budget: false,
             retained: None,
             record_holds: None,
+            explained_by: None,
             not_measured: None,
         }
     }
@@ -316,6 +321,9 @@ struct Wire {
     /// A leak of the counter's: what the record held where the leak would be.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     record_holds: Option<super::RecordHolds>,
+    /// The counter's growth the reported consumers account for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    explained_by: Option<super::ConsumersExplain>,
     /// False when the signal's source never reported (its verdict `not_measured`); written
     /// always, read as true from reports written before it existed.
     #[serde(default = "yes")]
@@ -382,6 +390,7 @@ impl From<SignalVerdict> for Wire {
             rules_out_per_cycle,
             retained: v.retained,
             record_holds: v.record_holds,
+            explained_by: v.explained_by,
             measured,
             not_measured: v.not_measured,
             reason: v.not_measured.map(|u| u.reason().to_string()),
@@ -428,6 +437,7 @@ impl TryFrom<Wire> for SignalVerdict {
             growth_below_budget: w.growth_below_tolerance,
             retained: w.retained,
             record_holds: w.record_holds,
+            explained_by: w.explained_by,
             not_measured: w.not_measured,
             signal: w.name,
         })
@@ -435,9 +445,9 @@ impl TryFrom<Wire> for SignalVerdict {
 }
 
 impl SignalVerdict {
-    /// The `retained_bytes` row: a leak when the age rule calls a site one (the estimate is those
-    /// sites' bytes per judged cycle); inconclusive while a site's question is open or too few
-    /// cycles are judged; else clean.
+    /// The `retained_bytes` row: a leak when a site's live bytes (or the record's total) kept
+    /// growing (the estimate is their growth per cycle over the later half); inconclusive while a
+    /// site's question is open or too few cycles are judged; else clean.
     pub(crate) fn of_retained(r: super::Retained) -> SignalVerdict {
         let mut v = SignalVerdict::undecided(Signal::RetainedBytes.into(), Rule::Exact { expected: 0.0 });
         let need = super::retained::min_judged_cycles();
@@ -460,7 +470,10 @@ impl SignalVerdict {
             (false, _) => Verdict::Clean,
         };
         v.cycles = r.cycles() as usize;
-        let per_cycle = r.recurring_bytes as f64 / r.cycles().max(1) as f64;
+        let sites: f64 =
+            r.sites.iter().filter(|s| s.recurs()).filter_map(|s| s.live.map(|j| j.growth.bytes_per_cycle)).sum();
+        let wholes = [r.total, r.rest].into_iter().flatten().filter(|g| g.leaks()).map(|g| g.bytes_per_cycle);
+        let per_cycle = if sites > 0.0 { sites } else { wholes.fold(0.0, f64::max) };
         v.estimate = Some(Estimate::new(per_cycle, per_cycle, per_cycle));
         let largest = r.sites.iter().filter(|s| s.recurs()).map(|s| s.bytes).max().unwrap_or(0);
         let first = r.sites.iter().filter(|s| s.recurs()).map(|s| s.first_cycle).min();

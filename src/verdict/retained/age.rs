@@ -168,13 +168,6 @@ pub enum Aged {
     Empty,
 }
 
-impl Aged {
-    /// Whether it is a leak.
-    pub(crate) fn leaks(&self) -> bool {
-        matches!(self, Aged::Leak)
-    }
-}
-
 /// The facts the judgement reads, kept for the report.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]

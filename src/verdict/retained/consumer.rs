@@ -29,7 +29,7 @@ use serde::{Deserialize, Serialize};
 use crate::probe::RocksDbMemory;
 
 /// A kind of memory RocksDB accounts for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum Consumer {
@@ -94,16 +94,28 @@ impl Consumer {
 
     /// The kind a stack's frames (named, innermost first) fill, if any: the innermost frame that
     /// is one of a kind's makers decides (a block read for the cache under a table reader's open
-    /// is the cache's); RocksDB's cache code alone, the block cache.
+    /// is the cache's); RocksDB's cache code alone, the block cache. A frame of the user's own code
+    /// inside the maker (between the allocation and it: a comparator or a merge operator called
+    /// from a memtable's insert) makes the allocation the user's: no consumer.
     pub(crate) fn of_frames(frames: &[String]) -> Option<Consumer> {
-        frames
+        let maker = frames
             .iter()
-            .find_map(|f| Consumer::ALL.into_iter().find(|k| k.makers().iter().any(|m| f.contains(m))))
-            .or_else(|| frames.iter().any(|f| CACHE_CODE.iter().any(|m| f.contains(m))).then_some(Consumer::BlockCache))
+            .enumerate()
+            .find_map(|(i, f)| {
+                Consumer::ALL.into_iter().find(|k| k.makers().iter().any(|m| f.contains(m))).map(|k| (i, k))
+            })
+            .or_else(|| {
+                let i = frames.iter().position(|f| CACHE_CODE.iter().any(|m| f.contains(m)))?;
+                Some((i, Consumer::BlockCache))
+            });
+        let (at, kind) = maker?;
+        let users = crate::probe::stacks::own_frame(frames).is_some_and(|own| own < at);
+        (!users).then_some(kind)
     }
 
     /// What the report says this consumer holds, with the allocator's rounding above what RocksDB
-    /// charges: the caches within their capacity (net of reservations), the memtables; for the
+    /// charges: the caches within their capacity (net of reservations), the memtables not yet
+    /// flushed; for the
     /// files, the bounds the counter's data allowance uses: their readers' share of the files'
     /// bytes ([`crate::probe::TABLE_READER_SHARE`], or what RocksDB accounts for its readers, if
     /// more: its figure counts the index and filter, not the reader's own structures) and the
@@ -112,7 +124,10 @@ impl Consumer {
         let rounded = |bytes: u64| bytes as f64 * (1.0 + crate::probe::CACHE_ROUNDING);
         match self {
             Consumer::BlockCache => rounded(m.cache_bytes()),
-            Consumer::Memtable => rounded(m.mem_table_total_bytes),
+            // Those not yet flushed: RocksDB flushes them at its write buffers' size. A flushed
+            // memtable something still pins (an iterator, a snapshot's version) is bounded by
+            // nothing.
+            Consumer::Memtable => rounded(m.mem_table_unflushed_bytes),
             Consumer::Files => {
                 let readers = rounded(m.table_readers_total_bytes)
                     .max(m.live_sst_bytes as f64 * crate::probe::TABLE_READER_SHARE);
@@ -168,5 +183,25 @@ mod tests {
         assert_eq!(Consumer::of_frames(&handle), Some(Consumer::BlockCache));
         let table_cache = [handle.as_slice(), &frames(&["rocksdb::TableCache::FindTable(..)"])].concat();
         assert_eq!(Consumer::of_frames(&table_cache), Some(Consumer::Files));
+    }
+
+    #[test]
+    fn a_frame_of_the_users_code_inside_a_consumer_makes_the_allocation_the_users() {
+        // A comparator of the user's called from a memtable's insert: its allocation is its own.
+        let comparator = frames(&[
+            "alloc::raw_vec::RawVec<T,A>::grow_one (/rustc/59807616e/library/alloc/src/raw_vec.rs:1)",
+            "store::KeyOrder::compare (src/order.rs:14)",
+            "rocksdb::MemTable::KeyComparator::operator()(..)",
+            "rocksdb::MemTable::Add(..)",
+        ]);
+        assert_eq!(Consumer::of_frames(&comparator), None);
+        // The user's code outside it (the put that reached the memtable): the memtable's.
+        let arena = frames(&[
+            "rocksdb::Arena::AllocateNewBlock(unsigned long)",
+            "rocksdb::ConcurrentArena::AllocateAligned",
+            "rocksdb::MemTable::Add(..)",
+            "store::Store::put (src/store.rs:40)",
+        ]);
+        assert_eq!(Consumer::of_frames(&arena), Some(Consumer::Memtable));
     }
 }

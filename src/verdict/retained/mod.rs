@@ -104,17 +104,40 @@ pub struct Retained {
     /// end of the run), rather than at a look while it ran.
     #[serde(default)]
     pub after_let_go: bool,
+    /// The record's total (less what the store reports RocksDB holds) as the growth rule judged
+    /// it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total: Option<crate::verdict::SiteGrowth>,
+    /// The sites past the most given a series of their own, summed, as the growth rule judged them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rest: Option<crate::verdict::SiteGrowth>,
+    /// The RocksDB consumers whose sites grew, against what the store reports.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub consumers: Vec<crate::verdict::ConsumerGrowth>,
+    /// Series the growth rule judged (sites, the total, the rest), and of them those whose live
+    /// bytes rose across the judged cycles (`None` in a report written before the rule).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub series: Option<(u64, u64)>,
 }
 
 impl RetainedSite {
-    /// Whether the rule calls it a leak (a suppression aside).
+    /// Whether the rule calls it a leak (a suppression aside): its live bytes kept growing
+    /// ([`RetainedSite::live`]).
     pub fn recurs(&self) -> bool {
-        self.suppressed.is_none() && self.judged.is_some_and(|a| a.leaks())
+        self.suppressed.is_none() && self.live.is_some_and(|j| j.leaks())
     }
 
-    /// Whether its question is still open (a suppression aside).
+    /// Whether its question is still open (a suppression aside): rare losses too few to prove,
+    /// growth at a RocksDB consumer nothing reports, a container on a leak's schedule.
     pub(crate) fn open(&self) -> bool {
-        self.suppressed.is_none() && matches!(self.judged, Some(Aged::Open(_)))
+        // A container is judged by its schedule: its doublings are not rare losses.
+        let container_doubling = |j: &crate::verdict::sites::Judged| {
+            self.growth.is_some() && matches!(j.growth.grew, crate::verdict::Grew::RareLosses { .. })
+        };
+        self.suppressed.is_none()
+            && !self.recurs()
+            && (self.live.is_some_and(|j| j.open() && !container_doubling(&j))
+                || matches!(self.judged, Some(Aged::Open(Open::OnSchedule { .. }))))
     }
 
     /// Whether it holds residue older than twice its window (a suppression aside); residue
@@ -178,6 +201,10 @@ pub struct RetainedSite {
     /// The share of its residue the consumer's report explains.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub explained_share: f64,
+    /// What the growth rule says of its live bytes, sample by sample (`None`: it held nothing
+    /// at any sample, or a report written before the rule).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub live: Option<crate::verdict::sites::Judged>,
     /// A known leak the run accepts: where its suppression is written (`leakcheck.toml:7`). It
     /// does not count as a leak.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -280,6 +307,7 @@ impl Group {
             growth: self.growth,
             consumer: None,
             explained_share: 0.0,
+            live: None,
             suppressed: None,
             stack: None,
         }
@@ -299,7 +327,13 @@ impl Group {
 /// are not one site. A leak's later allocations, after its size is watched, carry its stack.
 ///
 /// Leaking sites first, then open ones, then the most bytes.
-pub(crate) fn sites(held: &[Held], at: age::Span, facts: &SiteFacts<'_>, named: bool) -> Vec<RetainedSite> {
+pub(crate) fn sites(
+    held: &[Held],
+    at: age::Span,
+    facts: &SiteFacts<'_>,
+    growth: &crate::verdict::sites::Verdicts,
+    named: bool,
+) -> Vec<RetainedSite> {
     use std::collections::BTreeMap;
     let mut stacked: BTreeMap<u32, Group> = BTreeMap::new();
     let mut by_size: BTreeMap<u64, Group> = BTreeMap::new();
@@ -328,7 +362,8 @@ pub(crate) fn sites(held: &[Held], at: age::Span, facts: &SiteFacts<'_>, named: 
         .into_iter()
         .map(|(id, _, aged, f, consumer)| {
             let g = &stacked[&id];
-            let wanted = named || aged.leaks() || matches!(aged, age::Aged::Open(_));
+            let live = growth.sites.get(&id).copied();
+            let wanted = named || live.is_some_and(|j| j.leaks() || j.open()) || matches!(aged, age::Aged::Open(_));
             let frames = if wanted { (facts.name)(id) } else { Vec::new() };
             let function = if frames.is_empty() {
                 if wanted {
@@ -345,10 +380,12 @@ pub(crate) fn sites(held: &[Held], at: age::Span, facts: &SiteFacts<'_>, named: 
             site.judged = Some(aged);
             site.facts = Some(f);
             site.turnover = (facts.turnover)(id);
-            site.consumer = consumer;
+            site.consumer = live.and_then(|j| j.consumer).or(consumer);
             site.explained_share = consumer.and_then(|k| share.get(&k).copied()).unwrap_or(0.0);
+            site.live = live;
             site
         })
+        .chain(growing_only(&stacked, facts, growth))
         .chain(by_size.iter().map(|(size, g)| {
             g.site(format!("no stack: {size} B blocks made before their size was watched, or sampled out"), false)
         }))
@@ -360,6 +397,34 @@ pub(crate) fn sites(held: &[Held], at: age::Span, facts: &SiteFacts<'_>, named: 
             .then_with(|| a.function.cmp(&b.function))
     });
     out
+}
+
+/// The sites whose live bytes grew (a leak, an open question, or growth that stopped) but that
+/// hold nothing of the judged cycles by age: a structure rebuilt every cycle (its one block always
+/// the youngest cycle's), a site whose blocks the run's last cycle made.
+fn growing_only<'a>(
+    stacked: &'a std::collections::BTreeMap<u32, Group>,
+    facts: &'a SiteFacts<'_>,
+    growth: &'a crate::verdict::sites::Verdicts,
+) -> impl Iterator<Item = RetainedSite> + 'a {
+    growth.sites.iter().filter(move |(id, j)| !stacked.contains_key(id) && (j.leaks() || j.open())).map(
+        move |(&id, j)| {
+            let frames = (facts.name)(id);
+            let function = if frames.is_empty() {
+                format!("stack {id} (not kept: the stacks' table was full)")
+            } else {
+                crate::probe::stacks::headline(&frames, 60)
+            };
+            let mut site = Group::default().site(function, true);
+            site.bytes = j.growth.live_bytes as i64;
+            site.frames = frames;
+            site.stack = Some(id);
+            site.consumer = j.consumer;
+            site.live = Some(*j);
+            site.judged = Some(Aged::Empty);
+            site
+        },
+    )
 }
 
 /// A stack's history as the age rule reads it.
@@ -446,7 +511,26 @@ impl Retained {
             late_old_sites: None,
             cycles_run: to + 2,
             after_let_go: false,
+            total: None,
+            rest: None,
+            consumers: Vec::new(),
+            series: None,
         }
+    }
+
+    /// Adds what the growth rule says of the record's total, the rest and the consumers: a total
+    /// or a rest that leaks counts as a leaking site.
+    pub(crate) fn with_growth(mut self, growth: &crate::verdict::sites::Verdicts) -> Retained {
+        self.total = growth.total;
+        self.rest = growth.rest;
+        self.consumers.clone_from(&growth.consumers);
+        self.series = Some((growth.judged, growth.rose));
+        let wholes = [growth.total, growth.rest].into_iter().flatten().filter(|g| g.leaks()).count() as u64;
+        self.recurring_sites += wholes;
+        if growth.rest.is_some_and(|g| g.open()) {
+            self.open_sites += 1;
+        }
+        self
     }
 
     /// Sets the sites (from [`sites`], those a suppression accepts marked): counts the leaking
@@ -494,9 +578,11 @@ impl Retained {
         [by_late_half, by_none_old, by_none_late_old].into_iter().flatten().reduce(f64::min)
     }
 
-    /// Whether no site holds residue older than twice its window, in any judged cycle.
+    /// Whether no site holds residue older than twice its window, in any judged cycle, and no
+    /// site's live bytes (nor the total) rose across the judged cycles (a structure rebuilt bigger
+    /// every cycle holds nothing old).
     pub(crate) fn nothing_old(&self) -> bool {
-        self.old_sites == Some(0) && !self.leaks() && !self.open()
+        self.old_sites == Some(0) && self.series.is_none_or(|(_, rose)| rose == 0) && !self.leaks() && !self.open()
     }
 
     /// Whether no site holds old residue from a cycle of the later half, and no question is open:
@@ -519,9 +605,11 @@ impl Retained {
         self.sites
             .iter()
             .filter(|s| s.open())
-            .map(|s| match s.judged {
-                Some(Aged::Open(Open::OneShort { settles_by })) => Some(settles_by.saturating_sub(now)),
-                Some(Aged::Open(Open::OnSchedule { growth })) => Some((growth.due() + 1).saturating_sub(now)),
+            .map(|s| match (s.live.map(|j| (j.growth.grew, j.unreported)), s.judged) {
+                (Some((crate::verdict::Grew::RareLosses { settles_by }, false)), _) => {
+                    Some(settles_by.saturating_sub(now))
+                }
+                (_, Some(Aged::Open(Open::OnSchedule { growth }))) => Some((growth.due() + 1).saturating_sub(now)),
                 _ => None,
             })
             .try_fold(0, |most, n| n.map(|n| most.max(n)))
