@@ -1,6 +1,7 @@
-//! The age rule proven on simulated allocation histories (`leak_tests::simulate`), before any
-//! store: random mixtures of clean patterns are never called a leak, and every leak is found by
-//! the cycle the power table states. proptest shrinks a failure to the smallest mixture that
+//! The growth rule proven on simulated allocation histories (`leak_tests::simulate`), before any
+//! store: random mixtures of clean patterns are never called a leak while their bound shows (a
+//! bound beyond the run is the "still growing" leak, by design), and every leak is found by the
+//! cycle the power table states. proptest shrinks a failure to the smallest mixture that
 //! shows it. A fixed seed keeps the suite repeatable; `PROPTEST_RNG_SEED` explores others.
 //!
 //! The rates over many histories (false leaks, power, what stays open) are
@@ -112,7 +113,11 @@ fn no_clean_mixture_is_called_a_leak() {
         .run(&(clean_sites(), any::<u64>()), |(sites, seed)| {
             let m = Mixture { sites, seed };
             let o = run(&m, Stop::Never);
-            prop_assert!(o.leak_at.is_none(), "a clean mixture called a leak after {:?} cycles: {m:?}", o.leak_at);
+            prop_assert!(
+                o.leak_at.is_none() || o.still_growing,
+                "a clean mixture called a leak after {:?} cycles, its bound shown: {m:?}",
+                o.leak_at
+            );
             Ok(())
         })
         .unwrap();
@@ -146,13 +151,14 @@ fn the_issues_shapes_are_judged_as_they_are() {
         sites: vec![SiteSpec { patterns, stacked: 1.0, class: 0 }],
         seed,
     };
-    // A function whose normal path puts a buffer in a small cache that evicts its oldest, and
-    // whose error path (1 cycle in 4) forgets it: a leak, found within 60 cycles.
-    let cache = Pattern::Turnover { per_cycle: 1.0, lives: Lives::Fixed(8) };
+    // A function whose normal path puts a buffer in a small cache that evicts its oldest as it
+    // inserts, and whose error path (1 cycle in 4) forgets it: a leak at the planned end, or a
+    // look or two later where the cache's older entries were still going at it.
+    let cache = Pattern::Lru { capacity: 8, per_cycle: 1, keys: 64, skew: 1.0 };
     let error_path = Pattern::Leak { fires: Firing::Every { n: 4, from: 0 } };
     for seed in 0..20 {
-        let o = run(&one(vec![cache, error_path], seed), Stop::Never);
-        assert!(o.leak_at.is_some_and(|at| at <= 80), "seed {seed}: {o:?}");
+        let o = run(&one(vec![cache, error_path], seed), Stop::Decided(200));
+        assert!(o.leak_at.is_some_and(|at| at <= 220), "seed {seed}: {o:?}");
     }
     // A log of recent events that doubles until it holds its last 512, then never grows: clean,
     // decided (its next growth missed) by 300 cycles, not held open.
@@ -171,16 +177,92 @@ fn the_issues_shapes_are_judged_as_they_are() {
     let cache = Pattern::Consumer { per_cycle: 3.5, capacity: 16_384, reported: false };
     let o = run(&one(vec![cache], 1), Stop::Decided(200));
     assert!(o.leak_at.is_none() && o.open_at_end, "{o:?}");
-    // An 8 B leak in every cycle: found within 50 cycles.
+    // An 8 B leak in every cycle: found at the planned end, and not before.
     let every = Pattern::Leak { fires: Firing::Rate { p: 1.0, from: 0 } };
-    assert!(run(&one(vec![every], 0), Stop::Never).leak_at.is_some_and(|at| at <= 50));
+    assert_eq!(run(&one(vec![every], 0), Stop::Never).leak_at, Some(200));
+    assert_eq!(run(&one(vec![every], 0), Stop::Decided(50)).leak_at, Some(50));
+}
+
+/// The classes the growth rule was built for (issue 71), each with random parameters over 20
+/// seeds: the unbounded found at the planned end, the bounded never called a leak once their
+/// bound shows, and repeated losses too rare for the run left open, not clean.
+#[test]
+fn the_issues_classes_are_judged_as_they_are() {
+    let one = |patterns: Vec<Pattern>, stacked: f64, seed: u64| Mixture {
+        sites: vec![SiteSpec { patterns, stacked, class: 0 }],
+        seed,
+    };
+    let mut rng = leak_tests::simulate::Rng::new(71);
+    for seed in 0..20 {
+        let stacked = rng.pick(&[1.0, 1.0, 0.5]);
+        // Unbounded: a collection dropping its oldest now and then while it grows; a structure
+        // rebuilt bigger every cycle (its one block always the youngest cycle's); many small
+        // collections that each grew once; a reported cache whose capacity is raised as it fills.
+        let unbounded = [
+            Pattern::Shedding { per_cycle: rng.pick(&[1.0, 3.0]), drop_every: rng.between(2, 8) },
+            Pattern::Rebuilt { grow: rng.between(8, 256) },
+            Pattern::GrewOnce,
+            Pattern::RisingBound { per_cycle: rng.pick(&[0.5, 3.0]) },
+        ];
+        for p in unbounded {
+            // Every stack taken: found; those that never give back by the power table's cycle,
+            // the collection that gives back its oldest once its growth passes what it gives back.
+            let o = run(&one(vec![p], 1.0, seed), Stop::Decided(200));
+            let due = match p {
+                Pattern::Shedding { .. } => MAX_CYCLES,
+                _ => one(vec![p], 1.0, seed).found_by(leakcheck::workspace::age::POWER).expect("a leak"),
+            };
+            assert!(o.leak_at.is_some_and(|at| at <= due), "{p:?} seed {seed}: {o:?}, due {due}");
+            // Sampled (a busy size class): never clean; the draw's error can leave a site that
+            // gives back open past the run (docs/verdict.md, its power). (A structure rebuilt
+            // bigger each cycle changes size class each time: the hooks never sample it.)
+            if !matches!(p, Pattern::Rebuilt { .. }) {
+                let o = run(&one(vec![p], stacked, seed), Stop::Decided(200));
+                assert!(o.leak_at.is_some() || o.open_at_end, "{p:?} stacked {stacked} seed {seed}: {o:?}");
+            }
+        }
+        // Bounded: two lifetimes at one stack; a table filled lazily at a falling rate; a deferred
+        // free whose interval grows to a cap; a queue of the last 64 fed one a cycle.
+        let bounded = [
+            Pattern::Loader { busy: 3.0, quiet: rng.pick(&[0.2, 1.0]), quiet_life: rng.between(20, 80) },
+            Pattern::LazyTable { keys: rng.pick(&[16, 32, 64]), draws: rng.pick(&[1.0, 2.0]) },
+            Pattern::Janitor { per_cycle: rng.pick(&[0.5, 2.0]), first: rng.between(2, 10), cap: rng.between(16, 48) },
+            Pattern::Queue { capacity: 64 },
+        ];
+        for p in bounded {
+            let o = run(&one(vec![p], stacked, seed), Stop::Decided(200));
+            assert!(o.leak_at.is_none() || o.still_growing, "{p:?} stacked {stacked} seed {seed}: {o:?}");
+            // Its bound shown well before the planned end: clean within twice its cycles (a
+            // lazy table's last few entries come late, and its rises stay open until their gaps
+            // have lengthened).
+            if p.grows_until() < 150 {
+                assert!(
+                    o.leak_at.is_none() && o.clean_at.is_some_and(|at| at <= 400),
+                    "{p:?} stacked {stacked} seed {seed}: {o:?}"
+                );
+            }
+        }
+    }
+    // A queue of the last 64 in a run too short to see it evict: the "still growing" leak.
+    let o = run(&one(vec![Pattern::Queue { capacity: 64 }], 1.0, 0), Stop::Decided(50));
+    assert!(o.leak_at == Some(50) && o.still_growing, "{o:?}");
+    // Repeated losses at a site that gives nothing back, too rare for the run's length (1.5% of
+    // cycles, about 2.7 in the judged cycles of 200): not clean at the planned end while they
+    // repeat at their pace (open, or found later), unless their gaps lengthen; a loss kept once is
+    // clean. The first firing makes its size watched and carries no stack, so two stacked losses
+    // need three firings: in 50.6% of runs (Poisson of mean 2.7).
+    let rare = Pattern::Leak { fires: Firing::Rate { p: 0.015, from: 0 } };
+    let not_clean =
+        (0..400).filter(|&seed| run(&one(vec![rare], 1.0, seed), Stop::Decided(200)).clean_at != Some(200)).count();
+    assert!(not_clean >= 160, "rare losses not clean at 200 in only {not_clean} of 400 runs");
 }
 
 #[test]
 fn rates_over_ten_thousand_histories() {
     let n = 10_000u64;
     let clean: Vec<_> = (0..n).map(|s| run(&mixture(s, false), Stop::Never)).collect();
-    let false_leaks = clean.iter().filter(|o| o.leak_at.is_some()).count();
+    let false_leaks = clean.iter().filter(|o| o.leak_at.is_some() && !o.still_growing).count();
+    let still_growing = clean.iter().filter(|o| o.still_growing).count();
     let (mut found, mut due_in_run, mut late) = (0, 0, 0);
     for seed in 0..n {
         let m = mixture(seed, true);
@@ -198,8 +280,8 @@ fn rates_over_ten_thousand_histories() {
         .map(|k| (0..n).filter(|&s| run(&stress(k, s), Stop::Never).leak_at.is_some()).count())
         .collect();
     println!(
-        "clean: {false_leaks} of {n} called a leak; leaks due by {MAX_CYCLES}: {found} of {due_in_run} found by the \
-         table's cycle ({late} later); stress called a leak: {:?}",
+        "clean: {false_leaks} of {n} called a leak ({still_growing} more still growing at the planned end); leaks due \
+         by {MAX_CYCLES}: {found} of {due_in_run} found by the table's cycle ({late} later); stress called a leak: {:?}",
         STRESS.iter().zip(&stressed).collect::<Vec<_>>()
     );
     // Measured 2026-12-06: 2 of 10,000; 99.8% found by the table's cycle.
