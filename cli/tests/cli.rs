@@ -397,10 +397,16 @@ fn profile_names_the_stack_of_a_raw_leak() {
         .find(|g| g.frames.first().is_some_and(|f| f.contains("ReferenceStore")))
         .unwrap_or_else(|| panic!("no top-3 stack starts in the reference store: {:#?}", r.heap_growth));
     // About 4 KiB per cycle, as a sampled estimate: at 2^14 a 4 KiB block is sampled with chance
-    // 0.22, so 80 cycles give about 18 samples, and runs beside other tests gave 7 to 25 (1.6 to
-    // 5.8 KiB per cycle; 2026-12-05). The profile's own 95% lower bound must not exceed the truth,
-    // and the estimate must be within a factor of 4 of it.
-    assert!(planted.lower_bytes_per_cycle <= 4096.0, "the lower bound is above the planted 4 KiB: {planted:?}");
+    // 0.22, so 80 cycles give about 18 samples (sd about 3.7), and runs beside other tests gave 7
+    // to 25 (1.6 to 5.8 KiB per cycle; 2026-12-05). The profile's 95% lower bound exceeds the
+    // truth in about 2% of runs by its own definition (26 samples or more: the CI run of
+    // 2026-12-07 failed on that when this test asked for <= 4 KiB), so the test asks what fails
+    // only on a wrong bound: below the estimate, and under 1.5 times the truth (36 samples, 5 sd
+    // out). The estimate must be within a factor of 4 of the truth.
+    assert!(
+        planted.lower_bytes_per_cycle < planted.bytes_per_cycle && planted.lower_bytes_per_cycle <= 6144.0,
+        "the lower bound is above the estimate or 1.5 times the planted 4 KiB: {planted:?}"
+    );
     assert!((1024.0..16384.0).contains(&planted.bytes_per_cycle), "about 4 KiB per cycle: {planted:?}");
     for f in ["heap-first.pb.gz", "heap-last.pb.gz", "heap-growth.folded", "heap-growth.svg"] {
         assert!(rep.join(f).metadata().is_ok_and(|m| m.len() > 20), "{f} missing");

@@ -99,7 +99,7 @@ fn main() {
                     }],
                     seed,
                 };
-                run(&m, Stop::Decided(30)).leak_at.unwrap_or(u64::MAX)
+                run(&m, Stop::From(30)).leak_at.unwrap_or(u64::MAX)
             })
             .collect();
         at.sort_unstable();

@@ -504,6 +504,8 @@ pub enum Stop {
     Decided(u64),
     /// Every look to the last (a soak, or a check held open by another signal).
     Never,
+    /// Every look to the last, from this planned end (the rule's own cycle, for the power table).
+    From(u64),
 }
 
 /// What one simulated run showed.
@@ -787,6 +789,7 @@ pub fn run(m: &Mixture, stop: Stop) -> Outcome {
         let planned = match stop {
             Stop::Decided(from) => from,
             Stop::Never => PLANNED_END,
+            Stop::From(from) => from,
         };
         let looks_now = run >= planned && ((run - planned).is_multiple_of(CHECK_LOOK_EVERY) || run == MAX_CYCLES);
         if !looks_now {

@@ -101,32 +101,7 @@ impl RunReport {
             }
         }
         by_place.sort_by_key(|(_, all)| std::cmp::Reverse(all.iter().map(|s| s.bytes).sum::<i64>()));
-        let wholes = [
-            ("the record's total, less what RocksDB reports (no one site holds it)", r.total),
-            ("the sites past the most kept apart, summed", r.rest),
-        ];
-        let whole_findings: Vec<Finding> = wholes
-            .into_iter()
-            .filter_map(|(what, g)| g.filter(|g| g.leaks()).map(|g| (what, g)))
-            .map(|(what, g)| Finding {
-                signal: v.signal.to_string(),
-                verdict: Verdict::Leak,
-                message: format!(
-                    "retained_bytes: {what} still growing {}/cycle through cycles {}-{} ({} kept against a budget of {}); \
-                     if it is bounded, run past its bound (`cycles = {}`, `--cycles {}`)",
-                    super::words::rate(g.bytes_per_cycle),
-                    g.from_cycle,
-                    g.to_cycle,
-                    human_bytes(g.growth_bytes),
-                    human_bytes(g.budget_bytes),
-                    2 * (g.to_cycle + 1),
-                    2 * (g.to_cycle + 1),
-                ),
-                place: None,
-                per_cycle: Some(g.bytes_per_cycle),
-                frames: Vec::new(),
-            })
-            .collect();
+        let whole_findings = whole_findings(r, &v.signal.to_string());
         by_place
             .into_iter()
             .map(|(at, all)| {
@@ -277,4 +252,35 @@ fn growth_message(grown: &[crate::verdict::SiteGrowth], at: &str, stacks: &str) 
         2 * (to + 1),
         2 * (to + 1),
     ))
+}
+
+/// The record's total and the rest (the sites past the most kept apart), when they kept growing:
+/// a finding each, with no place (no one site holds it).
+fn whole_findings(r: &crate::verdict::Retained, signal: &str) -> Vec<Finding> {
+    let wholes = [
+        ("the record's total, less what RocksDB reports (no one site holds it)", r.total),
+        ("the sites past the most kept apart, summed", r.rest),
+    ];
+    wholes
+        .into_iter()
+        .filter_map(|(what, g)| g.filter(|g| g.leaks()).map(|g| (what, g)))
+        .map(|(what, g)| Finding {
+            signal: signal.to_string(),
+            verdict: Verdict::Leak,
+            message: format!(
+                "retained_bytes: {what} still growing {}/cycle through cycles {}-{} ({} kept against a budget of {}); \
+                 if it is bounded, run past its bound (`cycles = {}`, `--cycles {}`)",
+                super::words::rate(g.bytes_per_cycle),
+                g.from_cycle,
+                g.to_cycle,
+                human_bytes(g.growth_bytes),
+                human_bytes(g.budget_bytes),
+                2 * (g.to_cycle + 1),
+                2 * (g.to_cycle + 1),
+            ),
+            place: None,
+            per_cycle: Some(g.bytes_per_cycle),
+            frames: Vec::new(),
+        })
+        .collect()
 }
