@@ -562,6 +562,56 @@ fn the_rooms_are_in_one_order_but_for_the_arrows_allowed_up() {
     assert!(UP.len() <= 3, "at most 3 arrows run back up");
 }
 
+/// Folders that read one way down inside as src/ does: their `mod.rs` declares and re-exports,
+/// defining nothing a file below it could import, and their files and subfolders stand in one
+/// order with no arrow back up (the types the rule files share live in a file below them).
+const ONE_WAY_DOWN: [&str; 1] = ["verdict"];
+
+#[test]
+fn the_verdicts_files_read_one_way_down() {
+    let krate = this_crate();
+    for folder in ONE_WAY_DOWN {
+        let top = vec![folder.to_owned()];
+        let defined = &krate.files[&top].defines;
+        assert!(defined.is_empty(), "src/{folder}/mod.rs defines {defined:?}: it should declare and re-export only");
+        // A file's room inside the folder: its own file, or the subfolder it sits in.
+        let inner = |m: &ModPath| (m.len() > 1 && m[0] == folder).then(|| vec![m[1].clone()]);
+        let mut rooms: Graph = BTreeMap::new();
+        for (from, to) in krate.arrows() {
+            let Some(a) = inner(&from) else { continue };
+            for (target, names) in to {
+                let at = format!("{} -> {}", krate.name(&from), krate.name(&target));
+                let b = match inner(&target) {
+                    Some(b) if b != a => b,
+                    // An import of the folder's own mod.rs runs up to the top.
+                    None if target == top => vec!["mod.rs".to_owned()],
+                    _ => continue,
+                };
+                rooms
+                    .entry(a.clone())
+                    .or_default()
+                    .entry(b)
+                    .or_default()
+                    .extend(names.iter().map(|n| format!("{at}: {n}")));
+            }
+        }
+        let up: Vec<String> = rooms
+            .iter()
+            .flat_map(|(a, to)| {
+                to.iter().filter(|(b, _)| b[0] == "mod.rs").map(move |(_, n)| format!("{}: {n:?}", a[0]))
+            })
+            .collect();
+        assert!(up.is_empty(), "files of src/{folder}/ importing its mod.rs:\n{}", up.join("\n"));
+        let found = circles(&rooms);
+        assert!(
+            found.is_empty(),
+            "rooms of src/{folder}/ that import each other:\n{}",
+            words(&found, &rooms, &|m| m[0].clone())
+        );
+        assert!(rooms.len() >= 8, "read {} rooms under src/{folder}/: the reader missed some", rooms.len());
+    }
+}
+
 #[test]
 fn no_file_imports_through_the_crate_root() {
     let krate = this_crate();

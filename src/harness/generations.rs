@@ -347,8 +347,7 @@ impl RunGenerations {
         r.cycles_run = self.cycles;
         // The cycles the timer's window takes at this run's pace so far.
         let per_cycle = self.started.elapsed().as_secs_f64() / self.cycles.max(1) as f64;
-        let periodic_window =
-            (crate::verdict::retained::consumer::TIMER_HOLDS_SECONDS / per_cycle.max(1e-6)).ceil() as u64;
+        let periodic_window = (crate::verdict::consumer::TIMER_HOLDS_SECONDS / per_cycle.max(1e-6)).ceil() as u64;
         let growth = {
             let consumers = &self.consumers;
             let consumer =

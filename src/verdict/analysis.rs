@@ -3,13 +3,13 @@
 use std::collections::BTreeMap;
 
 use super::attribution::Firings;
+use super::config::{AnalysisConfig, CycleSample};
 use super::exact::ExactSeries;
 use super::floors::Floors;
 use super::growth::{self, Growth, GrowthRule};
 use super::model::{Estimate, Retention, Rule, SignalVerdict, Unmeasured};
-use super::{
-    aggregate, AnalysisConfig, BaselineReturn, CycleSample, Evidence, LeakRate, RulesOut, RunVerdict, Verdict,
-};
+use super::outcome::{Evidence, Verdict};
+use super::run::{aggregate, BaselineReturn, LeakRate, RulesOut, RunVerdict};
 use crate::probe::{Sample, LIVE_FILE_BYTES, TABLE_READER_SHARE};
 use crate::signal::{Signal, SignalId};
 
@@ -495,7 +495,7 @@ impl Analysis {
                     });
                 };
                 let j = growth::judge(floors, &rule, evidence, look.last, &|from| self.data_allowance(signal, from));
-                let mut v = SignalVerdict::undecided(signal.into(), super::Rule::Growth(rule));
+                let mut v = SignalVerdict::undecided(signal.into(), Rule::Growth(rule));
                 v.verdict = j.verdict;
                 v.cycles = floors.samples() as usize;
                 v.growth = j.growth;
@@ -614,4 +614,28 @@ fn undecided_like(s: &SignalVerdict) -> SignalVerdict {
     v.verdict = Verdict::Inconclusive;
     v.growth_below_budget = false;
     v
+}
+
+/// Judges a recorded run: statistical signals over the cycles after warm-up, exact signals over
+/// every cycle (handles from the samples' retained counts), and the return to baseline when
+/// `baseline` (before the first open) and `last` (after the last close) are given. The look is
+/// the last one, at the index the config's [`Looks`](super::Looks) give the last sample's cycle.
+pub fn analyze(
+    cycles: &[CycleSample],
+    baseline: Option<&Sample>,
+    last: Option<&Sample>,
+    cfg: &AnalysisConfig,
+) -> RunVerdict {
+    let mut a = Analysis::new(*cfg);
+    if let Some(b) = baseline {
+        a.baseline(b);
+    }
+    for c in cycles {
+        a.sample(c);
+    }
+    if let Some(l) = last {
+        a.last(l);
+    }
+    let done = cycles.last().map_or(0, |c| c.cycle + 1);
+    a.look(Look::last(cfg.looks.index(done, true)))
 }

@@ -19,8 +19,8 @@
 use std::collections::BTreeMap;
 
 use super::model::{Estimate, Rule, SignalVerdict};
+use super::outcome::Verdict;
 use super::stats::t_upper;
-use super::Verdict;
 use crate::signal::{Signal, SignalId};
 
 /// Intervals in which a point must have fired before it is judged (and twice as many without

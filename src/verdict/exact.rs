@@ -1,7 +1,7 @@
 //! Exact signals: any residue after settling is a leak, from the first cycle on.
 
 use super::model::{Residue, Rule, SignalVerdict};
-use super::Verdict;
+use super::outcome::Verdict;
 use crate::signal::SignalId;
 
 /// One exact series, folded as it comes: the largest residue and the first cycle with one.

@@ -8,7 +8,9 @@
 use serde::{Deserialize, Serialize};
 
 use super::growth::{Growth, GrowthRule};
-use super::Verdict;
+use super::outcome::Verdict;
+use super::retained::{RecordHolds, Retained};
+use super::sites::ConsumersExplain;
 use crate::signal::{Class, Signal, SignalId};
 
 /// How a signal is judged.
@@ -177,13 +179,13 @@ pub struct SignalVerdict {
     /// Clean at the last look with growth evidenced below the budget: worth a look, not a leak.
     pub growth_below_budget: bool,
     /// `retained_bytes`: what the judged cycles' allocations still hold, by generation.
-    pub retained: Option<super::Retained>,
+    pub retained: Option<Retained>,
     /// A leak the counter's growth rule found: what the record held where the leak would be.
-    pub record_holds: Option<super::RecordHolds>,
+    pub record_holds: Option<RecordHolds>,
     /// The counter's growth that the RocksDB consumers the store reports account for, within
     /// their bounds, as the record measured their sites (shown, not judged, when it covers the
     /// growth beyond the budget).
-    pub explained_by: Option<super::ConsumersExplain>,
+    pub explained_by: Option<ConsumersExplain>,
     /// [`Verdict::NotMeasured`]: why (the source that never reported).
     pub not_measured: Option<Unmeasured>,
 }
@@ -317,13 +319,13 @@ struct Wire {
     rules_out_per_cycle: Option<f64>,
     /// `retained_bytes`: the judged generations' figures.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    retained: Option<super::Retained>,
+    retained: Option<Retained>,
     /// A leak of the counter's: what the record held where the leak would be.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    record_holds: Option<super::RecordHolds>,
+    record_holds: Option<RecordHolds>,
     /// The counter's growth the reported consumers account for.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    explained_by: Option<super::ConsumersExplain>,
+    explained_by: Option<ConsumersExplain>,
     /// False when the signal's source never reported (its verdict `not_measured`); written
     /// always, read as true from reports written before it existed.
     #[serde(default = "yes")]
@@ -448,7 +450,7 @@ impl SignalVerdict {
     /// The `retained_bytes` row: a leak when a site's live bytes (or the record's total) kept
     /// growing (the estimate is their growth per cycle over the later half); inconclusive while a
     /// site's question is open or too few cycles are judged; else clean.
-    pub(crate) fn of_retained(r: super::Retained) -> SignalVerdict {
+    pub(crate) fn of_retained(r: Retained) -> SignalVerdict {
         let mut v = SignalVerdict::undecided(Signal::RetainedBytes.into(), Rule::Exact { expected: 0.0 });
         let need = super::retained::min_judged_cycles();
         v.verdict = match (r.leaks(), r.cycles()) {

@@ -1,6 +1,11 @@
+use std::collections::BTreeMap;
+
+use super::config::JUDGED_STATISTICAL_SIGNALS;
 use super::*;
 use crate::fault::unit_random;
+use crate::probe::Sample;
 use crate::probe::{JemallocStats, ProcessStats, RocksDbMemory};
+use crate::signal::Signal;
 
 fn sample(allocated: u64, explained: Option<u64>) -> Sample {
     let j = JemallocStats {

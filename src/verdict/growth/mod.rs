@@ -54,8 +54,8 @@
 mod jumps;
 
 use super::floors::{Floor, Floors};
+use super::outcome::{Evidence, Verdict};
 use super::stats::{lag_weighted_sum, median, robust_variance, t_upper, Line};
-use super::{Evidence, Verdict};
 use jumps::{level_median, Jumps};
 use serde::{Deserialize, Serialize};
 

@@ -9,12 +9,13 @@
 //! size was watched) is listed by size, never judged: a leak's later allocations carry its stack.
 
 pub(crate) mod age;
-pub(crate) mod consumer;
 
 use serde::{Deserialize, Serialize};
 
 use self::age::{AgeFacts, Aged, Open};
-use self::consumer::Consumer;
+use super::consumer::Consumer;
+use super::sites::rule::{Grew, SiteGrowth};
+use super::sites::{ConsumerGrowth, Judged as SiteJudged, Verdicts};
 use crate::probe::generations::Live;
 
 /// What the record held against a leak the counter's growth rule found (`unexplained_bytes`,
@@ -107,13 +108,13 @@ pub struct Retained {
     /// The record's total (less what the store reports RocksDB holds) as the growth rule judged
     /// it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub total: Option<crate::verdict::SiteGrowth>,
+    pub total: Option<SiteGrowth>,
     /// The sites past the most given a series of their own, summed, as the growth rule judged them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub rest: Option<crate::verdict::SiteGrowth>,
+    pub rest: Option<SiteGrowth>,
     /// The RocksDB consumers whose sites grew, against what the store reports.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub consumers: Vec<crate::verdict::ConsumerGrowth>,
+    pub consumers: Vec<ConsumerGrowth>,
     /// Series the growth rule judged (sites, the total, the rest), and of them those whose live
     /// bytes rose across the judged cycles (`None` in a report written before the rule).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -131,9 +132,8 @@ impl RetainedSite {
     /// growth at a RocksDB consumer nothing reports, a container on a leak's schedule.
     pub(crate) fn open(&self) -> bool {
         // A container is judged by its schedule: its doublings are not rare losses.
-        let container_doubling = |j: &crate::verdict::sites::Judged| {
-            self.growth.is_some() && matches!(j.growth.grew, crate::verdict::Grew::RareLosses { .. })
-        };
+        let container_doubling =
+            |j: &SiteJudged| self.growth.is_some() && matches!(j.growth.grew, Grew::RareLosses { .. });
         self.suppressed.is_none()
             && !self.recurs()
             && (self.live.is_some_and(|j| j.open() && !container_doubling(&j))
@@ -204,7 +204,7 @@ pub struct RetainedSite {
     /// What the growth rule says of its live bytes, sample by sample (`None`: it held nothing
     /// at any sample, or a report written before the rule).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub live: Option<crate::verdict::sites::Judged>,
+    pub live: Option<SiteJudged>,
     /// A known leak the run accepts: where its suppression is written (`leakcheck.toml:7`). It
     /// does not count as a leak.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -331,7 +331,7 @@ pub(crate) fn sites(
     held: &[Held],
     at: age::Span,
     facts: &SiteFacts<'_>,
-    growth: &crate::verdict::sites::Verdicts,
+    growth: &Verdicts,
     named: bool,
 ) -> Vec<RetainedSite> {
     use std::collections::BTreeMap;
@@ -405,7 +405,7 @@ pub(crate) fn sites(
 fn growing_only<'a>(
     stacked: &'a std::collections::BTreeMap<u32, Group>,
     facts: &'a SiteFacts<'_>,
-    growth: &'a crate::verdict::sites::Verdicts,
+    growth: &'a Verdicts,
 ) -> impl Iterator<Item = RetainedSite> + 'a {
     growth.sites.iter().filter(move |(id, j)| !stacked.contains_key(id) && (j.leaks() || j.open())).map(
         move |(&id, j)| {
@@ -520,7 +520,7 @@ impl Retained {
 
     /// Adds what the growth rule says of the record's total, the rest and the consumers: a total
     /// or a rest that leaks counts as a leaking site.
-    pub(crate) fn with_growth(mut self, growth: &crate::verdict::sites::Verdicts) -> Retained {
+    pub(crate) fn with_growth(mut self, growth: &Verdicts) -> Retained {
         self.total = growth.total;
         self.rest = growth.rest;
         self.consumers.clone_from(&growth.consumers);
@@ -606,9 +606,7 @@ impl Retained {
             .iter()
             .filter(|s| s.open())
             .map(|s| match (s.live.map(|j| (j.growth.grew, j.unreported)), s.judged) {
-                (Some((crate::verdict::Grew::RareLosses { settles_by }, false)), _) => {
-                    Some(settles_by.saturating_sub(now))
-                }
+                (Some((Grew::RareLosses { settles_by }, false)), _) => Some(settles_by.saturating_sub(now)),
                 (_, Some(Aged::Open(Open::OnSchedule { growth }))) => Some((growth.due() + 1).saturating_sub(now)),
                 _ => None,
             })

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use self::rule::{Measure, SiteGrowth};
 use self::series::{Key, SeriesSet, View};
-use crate::verdict::retained::consumer::Consumer;
+use crate::verdict::consumer::Consumer;
 
 /// What a run's series are judged with at a look.
 #[allow(missing_debug_implementations)] // a closure

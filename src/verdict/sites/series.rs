@@ -13,7 +13,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
-use crate::verdict::retained::consumer::Consumer;
+use crate::verdict::consumer::Consumer;
 
 /// The most blocks a series keeps; merging halves them.
 pub(crate) const MAX_BLOCKS: usize = 128;
