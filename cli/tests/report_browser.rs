@@ -245,7 +245,8 @@ fn report_pages_open_offline_in_chromium_and_show_the_run() {
     for section in ["summary", "signals", "plots", "handles", "faults", "integrity", "settings"] {
         assert!(page.text("sections").split(',').any(|s| s == section), "no {section} section");
     }
-    assert_plots_with_values(&page, "leak", 4);
+    // The four panels of the signals, and the record's top sites sample by sample.
+    assert_plots_with_values(&page, "leak", 5);
 
     // The clean run: clean, and what that rules out.
     let page = open(&clean_dir.join(HTML_FILE), work.path());
@@ -254,7 +255,7 @@ fn report_pages_open_offline_in_chromium_and_show_the_run() {
     assert_eq!(page.text("leaking"), "");
     assert!(page.text("summary").contains("rules out a continuing leak above"), "{}", page.text("summary"));
     assert!(page.facts["retained"].is_null(), "a clean run lists no retained handle");
-    assert_plots_with_values(&page, "clean", 4);
+    assert_plots_with_values(&page, "clean", 5);
 
     // The killed soak: the page of its last rewrite opens and shows the cycles so far.
     let killed = report::read(&killed_dir.join(report::REPORT_FILE)).expect("report.json survives SIGKILL");
@@ -265,6 +266,7 @@ fn report_pages_open_offline_in_chromium_and_show_the_run() {
     // Rewritten right after report.json: killed between the two, one rewrite behind.
     let shown = [killed.cycles_run, killed.cycles_run - 2].map(|n| sub.contains(&format!("; {n} cycles in")));
     assert!(shown.contains(&true) && sub.contains("in progress"), "{sub} (report.json: {})", killed.cycles_run);
+    // An interim report: the looks while the run goes name no frames, so no sites are plotted.
     assert_plots_with_values(&page, "killed soak", 4);
 
     // A profiled run: the heap's growth by function, and the flame graph in its frame.

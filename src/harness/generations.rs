@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use crate::probe::generations::{self, Generation, Generations, Live, MECHANISM};
 use crate::verdict::retained::age::{self, Span};
 use crate::verdict::retained::{sites, Held, SiteFacts};
-use crate::verdict::{Consumer, Retained};
+use crate::verdict::{Consumer, LiveSeries, Retained};
 
 /// What a run's generations hold at its end, for report.json's `generations`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -391,6 +391,19 @@ impl RunGenerations {
             suppressions.mark_sites(&mut all, r.cycles());
             r.with_sites(all).with_growth(&growth)
         });
+        if named {
+            r.plotted = generations::bookkeeping(|| {
+                let plotted = crate::verdict::sites::plotted(&self.series, &growth);
+                plotted
+                    .into_iter()
+                    .map(|(id, growth, points)| LiveSeries {
+                        function: crate::probe::stacks::headline(&frames_of(g, id), 60),
+                        growth,
+                        points,
+                    })
+                    .collect()
+            });
+        }
         self.unexplained = unexplained;
         self.growth = Some(growth);
         if callable && r.leaks() && self.leak_look.is_none() {

@@ -483,7 +483,15 @@ impl<'a> Run<'a> {
                     r.after_let_go = true;
                     r
                 });
-                self.c.gens.leak_found().cloned().or(end)
+                // A leak found at a look stays as that look read it, with the sites' series as
+                // the end read them (a look while the run goes names no frames).
+                match (self.c.gens.leak_found().cloned(), end) {
+                    (Some(mut found), Some(end)) => {
+                        found.plotted = end.plotted;
+                        Some(found)
+                    }
+                    (found, end) => found.or(end),
+                }
             });
         }
         // What the generations hold once the last cycle settled; everything after is the harness's.

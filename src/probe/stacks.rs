@@ -74,7 +74,7 @@ const PRIMITIVES: [&str; 17] = [
 ];
 
 /// Whether a frame (as [`function_path`] reads it) is the allocator's or the standard library's.
-fn is_library(path: &str) -> bool {
+pub(crate) fn is_library(path: &str) -> bool {
     is_allocator(path) || LIBRARY.iter().any(|p| path.starts_with(p)) || path.starts_with(['[', '&', '*', '('])
 }
 

@@ -112,8 +112,17 @@ pub(crate) fn warm() {
 /// inner end left out (`function (file:line)` where debug info has them).
 pub fn named_frames(stack: &[u64], resolve: &dyn Fn(u64) -> Vec<Frame>) -> Vec<String> {
     let frames: Vec<Frame> = stack.iter().flat_map(|a| resolve(*a)).collect();
-    let first =
-        frames.iter().position(|f| !super::stacks::is_allocator(f.function.trim_start_matches('<'))).unwrap_or(0);
+    // The allocator's and the hooks' frames end where the last of them stands in the run of such
+    // frames and the standard library's at the inner end: a standard function inlined into the
+    // hooks (`bool::then` in the hook's record) is theirs, not the caller's.
+    let machinery = |f: &Frame| super::stacks::is_allocator(f.function.trim_start_matches('<'));
+    let inner = |f: &Frame| {
+        machinery(f)
+            || super::stacks::is_library(&f.function)
+            || f.file.as_deref().is_some_and(|file| file.contains("/rustc/"))
+    };
+    let run = frames.iter().position(|f| !inner(f)).unwrap_or(frames.len());
+    let first = frames[..run].iter().rposition(machinery).map_or(0, |i| i + 1);
     frames[first..]
         .iter()
         .map(|f| match (&f.file, f.line) {
@@ -168,5 +177,32 @@ mod tests {
             "{names:?}"
         );
         assert_eq!(resolve(8)[0].function, "0x8", "an unmapped address stays an address");
+    }
+
+    #[test]
+    fn a_standard_function_inlined_into_the_hooks_is_theirs_and_the_callers_library_frames_stay() {
+        let frame = |function: &str, file: Option<&str>| Frame {
+            function: function.to_owned(),
+            file: file.map(str::to_owned),
+            line: file.map(|_| 7),
+        };
+        let table = [
+            frame("bool::then", Some("/rustc/abc/library/core/src/bool.rs")),
+            frame("leakcheck::probe::generations::hook::record", Some("/x/src/probe/generations/hook.rs")),
+            frame("_rjem_je_malloc_default", None),
+            frame("operator new(unsigned long)", None),
+            frame("std::_Hashtable<int, int>::_M_insert", None),
+            frame("rocksdb::ColumnFamilyData::Open", Some("/r/db/column_family.cc")),
+        ];
+        let resolve = |a: u64| vec![table[a as usize].clone()];
+        let named = named_frames(&[0, 1, 2, 3, 4, 5], &resolve);
+        assert_eq!(named.len(), 2, "{named:?}");
+        assert!(named[0].starts_with("std::_Hashtable"), "{named:?}");
+        // Without the hooks' frames, the stack is named from its first frame that is not the
+        // allocator's, as before.
+        let named = named_frames(&[3, 4, 5], &resolve);
+        assert!(named[0].starts_with("std::_Hashtable"), "{named:?}");
+        let named = named_frames(&[5], &resolve);
+        assert!(named[0].starts_with("rocksdb::"), "{named:?}");
     }
 }

@@ -292,7 +292,8 @@ pub(super) fn plot_svgs(report: &RunReport, samples: &[CycleSample]) -> Vec<Plot
     }
     let title =
         format!("leakcheck {}: {} after {} cycles", report.settings.command, report.verdict.verdict, report.cycles_run);
-    let mut out = svg_start(4, &title);
+    let sites = site_series(report);
+    let mut out = svg_start(if sites.is_empty() { 4 } else { 5 }, &title);
     let settings = format!(
         "{}; faults: {}",
         report.settings.store_info(),
@@ -354,8 +355,50 @@ pub(super) fn plot_svgs(report: &RunReport, samples: &[CycleSample]) -> Vec<Plot
         series_of(samples, "threads", |c| c.sample.process.threads.map(|v| v as f64)),
     ];
     panel(&mut out, 44.0 + 3.0 * PANEL_H, ("open files, maps and threads", ""), &os, Scale::Count);
+    if !sites.is_empty() {
+        let note = "the record's, lowest of each block of samples; a leak's keeps rising, a cache's levels off";
+        panel(&mut out, 44.0 + 4.0 * PANEL_H, ("live bytes per allocating site", note), &sites, Scale::Bytes);
+    }
     out.push_str("</svg>\n");
     vec![Plot { file_name: "plot.svg".to_string(), svg: out }]
+}
+
+/// A site in a legend's width: the user's frame (a headline's last part), its function by its
+/// type and name (`ReferenceStore::open_segment`) and its file's name and line.
+fn short_site(headline: &str) -> String {
+    let frame = headline.rsplit(" <- ").next().unwrap_or(headline);
+    let (function, place) = crate::probe::stacks::split_location(frame);
+    let parts: Vec<&str> = function.split("::").collect();
+    let short = parts[parts.len().saturating_sub(2)..].join("::");
+    match place.and_then(|p| p.rsplit('/').next()) {
+        Some(file) => format!("{short} ({file})"),
+        None => short,
+    }
+}
+
+/// The sites the record's verdict plots ([`crate::verdict::Retained::plotted`]), each named by
+/// its verdict and its line.
+fn site_series(report: &RunReport) -> Vec<Series> {
+    let Some(r) = report.verdict.signal(crate::signal::Signal::RetainedBytes).and_then(|s| s.retained.as_ref()) else {
+        return Vec::new();
+    };
+    r.plotted
+        .iter()
+        .map(|s| {
+            let said = if s.growth.leaks() {
+                "leak"
+            } else if s.growth.open() {
+                "open"
+            } else {
+                "clean"
+            };
+            Series {
+                name: format!("{said}: {}", short_site(&s.function)),
+                points: s.points.iter().map(|&(c, b)| (c as f64, b)).collect(),
+                dashed: false,
+            }
+        })
+        .collect()
 }
 
 /// Two runs' series on one plot (`compare --html`): unexplained and allocated bytes, retained

@@ -116,6 +116,22 @@ pub(crate) fn retained_rules_out(r: &crate::verdict::Retained, g: &crate::harnes
             r.from_cycle, r.to_cycle
         ),
     };
+    if let Some(s) = r.largest_plotted() {
+        // Growth is read from the later half's start to its last quarter's end at the least:
+        // three quarters of the cycles named.
+        let span = (s.growth.to_cycle.saturating_sub(s.growth.from_cycle) as f64 * 0.75).max(1.0);
+        line.push_str(&format!(
+            "; its largest site, {}, held up to {} and kept {} of growth over cycles {}-{} against a budget of {}: \
+             a continuing leak there above {}/cycle would have been called",
+            s.function,
+            crate::units::human_bytes(s.peak()),
+            crate::units::human_bytes(s.growth.kept_to_end.max(0.0)),
+            s.growth.from_cycle,
+            s.growth.to_cycle,
+            crate::units::human_bytes(s.growth.budget_bytes),
+            crate::units::human_bytes(s.growth.budget_bytes / span)
+        ));
+    }
     if g.sampled_sizes > 0 {
         line.push_str(&format!(
             "; {} of the {} sizes left behind were sampled at the end (more allocations a cycle than stacks taken): a \

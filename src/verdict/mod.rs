@@ -37,7 +37,7 @@ pub use growth::{BudgetFrom, Growth, GrowthRule};
 pub use model::{Estimate, Residue, Retention, Rule, RuleKind, SignalVerdict, Unmeasured};
 pub use outcome::{Evidence, Verdict};
 pub use retained::age::{AgeFacts, Aged, ContainerGrowth, Open};
-pub use retained::{RecordHolds, Retained, RetainedSite};
+pub use retained::{LiveSeries, RecordHolds, Retained, RetainedSite};
 #[cfg(test)]
 pub(crate) use run::aggregate;
 pub use run::{BaselineReturn, LeakRate, RulesOut, RunVerdict};

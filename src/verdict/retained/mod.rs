@@ -119,6 +119,37 @@ pub struct Retained {
     /// bytes rose across the judged cycles (`None` in a report written before the rule).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub series: Option<(u64, u64)>,
+    /// The sites the report plots, sample by sample: those that leak first, then open ones, then
+    /// the largest (the end's report only).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub plotted: Vec<LiveSeries>,
+}
+
+/// One allocating site's live bytes as the record sampled them, with the growth rule's verdict.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct LiveSeries {
+    /// Its stack in a line: the innermost frame of the user's code where there is one.
+    pub function: String,
+    /// What the growth rule says of it.
+    pub growth: SiteGrowth,
+    /// Per block of samples: the cycle of its last sample and its lowest live bytes (as its
+    /// stacked blocks' weights estimate them).
+    pub points: Vec<(u64, f64)>,
+}
+
+impl Retained {
+    /// The largest site the report plots, by the most it held at a block's floor.
+    pub fn largest_plotted(&self) -> Option<&LiveSeries> {
+        self.plotted.iter().max_by(|a, b| a.peak().total_cmp(&b.peak()))
+    }
+}
+
+impl LiveSeries {
+    /// The most it held at a block's floor.
+    pub fn peak(&self) -> f64 {
+        self.points.iter().map(|p| p.1).fold(0.0, f64::max)
+    }
 }
 
 impl RetainedSite {
@@ -515,6 +546,7 @@ impl Retained {
             rest: None,
             consumers: Vec::new(),
             series: None,
+            plotted: Vec::new(),
         }
     }
 

@@ -274,6 +274,30 @@ pub(crate) fn suppressed_growth(set: &SeriesSet, v: &Verdicts, from: u64, to: u6
     v.sites.iter().filter(|(_, j)| j.suppressed).map(|(&id, _)| grew_between(set, id, from, to)).sum::<f64>().max(0.0)
 }
 
+/// The most sites [`plotted`] gives.
+pub(crate) const PLOTTED_SITES: usize = 6;
+
+/// The sites a report plots, as the look that judged `v` prepared their series: those that leak
+/// first, then open ones, then by the most they held at a block's floor (a store that let go of
+/// everything at the end holds nothing at its last sample), at most [`PLOTTED_SITES`]; each with
+/// its verdict and its live bytes per block (the block's end cycle, its lowest value as its
+/// blocks' weights estimate it).
+pub(crate) fn plotted(set: &SeriesSet, v: &Verdicts) -> Vec<(u32, SiteGrowth, Vec<(u64, f64)>)> {
+    let mut ranked: Vec<(bool, bool, f64, u32, SiteGrowth, Vec<(u64, f64)>)> = v
+        .sites
+        .iter()
+        .filter_map(|(&id, j)| {
+            let view = set.view(&Key::Stack { id })?;
+            let k = scale(&view);
+            let points: Vec<(u64, f64)> = view.ends.iter().zip(view.mins).map(|(&c, &m)| (c, m * k)).collect();
+            let peak = points.iter().map(|p| p.1).fold(0.0, f64::max);
+            (peak > 0.0).then_some((!j.leaks(), !j.open(), -peak, id, j.growth, points))
+        })
+        .collect();
+    ranked.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)).then(a.2.total_cmp(&b.2)));
+    ranked.into_iter().take(PLOTTED_SITES).map(|(_, _, _, id, growth, points)| (id, growth, points)).collect()
+}
+
 /// A stack's series' floor at the block holding cycle `to` less its floor at the block holding
 /// `from`.
 fn grew_between(set: &SeriesSet, id: u32, from: u64, to: u64) -> f64 {
