@@ -282,8 +282,9 @@ pub(crate) const PLOTTED_SITES: usize = 6;
 /// everything at the end holds nothing at its last sample), at most [`PLOTTED_SITES`]; each with
 /// its verdict and its live bytes per block (the block's end cycle, its lowest value as its
 /// blocks' weights estimate it).
-pub(crate) fn plotted(set: &SeriesSet, v: &Verdicts) -> Vec<(u32, SiteGrowth, Vec<(u64, f64)>)> {
-    let mut ranked: Vec<(bool, bool, f64, u32, SiteGrowth, Vec<(u64, f64)>)> = v
+pub(crate) fn plotted(set: &SeriesSet, v: &Verdicts) -> Vec<Plotted> {
+    // Leaks first, then open ones, then the most held: sorted on (not leaking, not open, -peak).
+    let mut ranked: Vec<((bool, bool, f64), Plotted)> = v
         .sites
         .iter()
         .filter_map(|(&id, j)| {
@@ -291,12 +292,15 @@ pub(crate) fn plotted(set: &SeriesSet, v: &Verdicts) -> Vec<(u32, SiteGrowth, Ve
             let k = scale(&view);
             let points: Vec<(u64, f64)> = view.ends.iter().zip(view.mins).map(|(&c, &m)| (c, m * k)).collect();
             let peak = points.iter().map(|p| p.1).fold(0.0, f64::max);
-            (peak > 0.0).then_some((!j.leaks(), !j.open(), -peak, id, j.growth, points))
+            (peak > 0.0).then_some(((!j.leaks(), !j.open(), -peak), (id, j.growth, points)))
         })
         .collect();
-    ranked.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)).then(a.2.total_cmp(&b.2)));
-    ranked.into_iter().take(PLOTTED_SITES).map(|(_, _, _, id, growth, points)| (id, growth, points)).collect()
+    ranked.sort_by(|(a, _), (b, _)| (a.0, a.1).cmp(&(b.0, b.1)).then(a.2.total_cmp(&b.2)));
+    ranked.into_iter().take(PLOTTED_SITES).map(|(_, p)| p).collect()
 }
+
+/// A plotted site: its stack, its verdict, and its live bytes per block ([`plotted`]).
+pub(crate) type Plotted = (u32, SiteGrowth, Vec<(u64, f64)>);
 
 /// A stack's series' floor at the block holding cycle `to` less its floor at the block holding
 /// `from`.
