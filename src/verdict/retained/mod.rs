@@ -562,6 +562,12 @@ impl Retained {
         if growth.rest.is_some_and(|g| g.open()) {
             self.open_sites += 1;
         }
+        // The total still rising in its last quarter, too rarely or too little to decide: a
+        // question still open (a table that grows by allocating a larger one, a structure rebuilt
+        // bigger every cycle). Its rises long past (a store's caches filled early) are not.
+        if growth.total.is_some_and(|g| g.open() && g.rises_last_quarter > 0) {
+            self.open_sites += 1;
+        }
         self
     }
 

@@ -263,7 +263,11 @@ pub(crate) fn judge(m: &Measure, drained: f64, class_spread: f64, z: f64) -> Sit
         Grew::Leak
     } else if beyond {
         Grew::Stopped
-    } else if going_on && growth > 0.5 * budget && growth > m.largest_rise {
+    } else if going_on && ((growth > 0.5 * budget && growth > m.largest_rise) || (drained > 0.0 && m.monotone)) {
+        // Still rising at its end: near its budget, or, never giving anything back, excused only
+        // by its class's older blocks given back meanwhile, an excuse that holds only while they
+        // go (a leak beside a cache of its size replaces them as the cache does; a cache's own
+        // site gives back once they are gone): open, not clean.
         Grew::BelowBudget
     } else {
         match rare_losses(m) {
