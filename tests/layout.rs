@@ -538,6 +538,11 @@ fn room(krate: &Crate, module: &ModPath) -> String {
     }
 }
 
+/// Adds an arrow between two rooms, each name it carries labelled with the files' arrow `at`.
+fn add_arrow(rooms: &mut Graph, a: &ModPath, b: ModPath, at: &str, names: &BTreeSet<String>) {
+    rooms.entry(a.clone()).or_default().entry(b).or_default().extend(names.iter().map(|n| format!("{at}: {n}")));
+}
+
 #[test]
 fn the_rooms_are_in_one_order_but_for_the_arrows_allowed_up() {
     let krate = this_crate();
@@ -548,12 +553,7 @@ fn the_rooms_are_in_one_order_but_for_the_arrows_allowed_up() {
             let b = vec![room(&krate, &target)];
             if a != b && !UP.iter().any(|(x, y, _)| a[0] == *x && b[0] == *y) {
                 let at = format!("{} -> {}", krate.name(&from), krate.name(&target));
-                rooms
-                    .entry(a.clone())
-                    .or_default()
-                    .entry(b)
-                    .or_default()
-                    .extend(names.iter().map(|n| format!("{at}: {n}")));
+                add_arrow(&mut rooms, &a, b, &at, &names);
             }
         }
     }
@@ -587,12 +587,7 @@ fn the_verdicts_files_read_one_way_down() {
                     None if target == top => vec!["mod.rs".to_owned()],
                     _ => continue,
                 };
-                rooms
-                    .entry(a.clone())
-                    .or_default()
-                    .entry(b)
-                    .or_default()
-                    .extend(names.iter().map(|n| format!("{at}: {n}")));
+                add_arrow(&mut rooms, &a, b, &at, &names);
             }
         }
         let up: Vec<String> = rooms
