@@ -8,6 +8,7 @@ use super::growth::BudgetFrom;
 use super::model::SignalVerdict;
 use super::outcome::Verdict;
 use super::retained::RecordHolds;
+use super::sites::rule::Grew;
 use super::sites::ConsumersExplain;
 use crate::probe::Sample;
 use crate::signal::{Class, Signal, SignalId};
@@ -220,10 +221,14 @@ impl RunVerdict {
                     && !s.informational
                     && s.verdict == Verdict::Clean
             });
-            // A clean record whose exact total did not grow by the counter's budget answers a
-            // counter's question it could not (undecided, never a leak it measured): what the
-            // counter saw was not memory the run's cycles hold.
-            let total_growth = self
+            // A clean record whose exact total kept no more than the counter's budget, or no more
+            // than its own variability (the growth rule's budget, as a site's: a store whose live
+            // bytes swing by more than the counter's budget from sample to sample, a cache turning
+            // over), answers a counter's question it could not (undecided, never a leak it
+            // measured): what the counter saw was not memory the run's cycles keep. A total that
+            // kept more than its budget from too few rises to call (a loss or two late in the run)
+            // leaves the question to the cycles to come.
+            let total = self
                 .signals
                 .iter()
                 .filter(|s| {
@@ -231,10 +236,12 @@ impl RunVerdict {
                         && !s.informational
                         && s.verdict == Verdict::Clean
                 })
-                .find_map(|s| s.retained.as_ref()?.total.filter(|t| !t.leaks() && !t.open()))
-                .map(|t| t.kept_to_end);
+                .find_map(|s| s.retained.as_ref()?.total.filter(|t| !t.leaks() && !t.open()));
             let flat = |s: &SignalVerdict| {
-                total_growth.is_some_and(|g| s.growth.is_none_or(|c| g <= c.budget + c.data_allowance))
+                total.is_some_and(|t| {
+                    (t.grew == Grew::Flat && t.kept_to_end <= t.budget_bytes)
+                        || s.growth.is_none_or(|c| t.kept_to_end <= c.budget + c.data_allowance)
+                })
             };
             for s in self
                 .signals
