@@ -810,6 +810,8 @@ pub fn run(m: &Mixture, stop: Stop) -> Outcome {
             periodic_window: u64::MAX,
             total_budget: 4096.0,
             suppressed: &|_| false,
+            // Each simulated site is a function of its own.
+            function_of: &|_| None,
         };
         let v = growth::judge(&mut set, &cx);
         // A container still on a steady leak's schedule is open, as the record judges it.

@@ -107,6 +107,9 @@ pub(crate) struct RunGenerations {
     suppressed_stacks: std::cell::RefCell<std::collections::BTreeMap<u32, bool>>,
     /// Stacks named so far to find the RocksDB consumer they fill (once each).
     consumers: std::cell::RefCell<std::collections::BTreeMap<u32, Option<Consumer>>>,
+    /// Stacks named so far to find the function of the user's that made their allocations (once
+    /// each), and those functions' ids.
+    functions: std::cell::RefCell<Functions>,
     /// The first look whose record found a leak (a leak found stays found).
     leak_look: Option<Retained>,
     /// What the last look's judged cycles held that the rule does not explain (residue at sites
@@ -168,6 +171,7 @@ impl RunGenerations {
             let_go_panicked: false,
             shared_alive: 0,
             suppressed_stacks: Default::default(),
+            functions: Default::default(),
             consumers: Default::default(),
             leak_look: None,
             unexplained: Vec::new(),
@@ -357,6 +361,8 @@ impl RunGenerations {
                 suppressions.names_functions()
                     && *matched.borrow_mut().entry(id).or_insert_with(|| suppressions.matches_stack(&frames_of(g, id)))
             };
+            let functions = &self.functions;
+            let function_of = |id: u32| functions.borrow_mut().of(id, || frames_of(g, id));
             let cx = crate::verdict::sites::Context {
                 first: from,
                 alpha,
@@ -364,6 +370,7 @@ impl RunGenerations {
                 periodic_window,
                 total_budget: crate::verdict::Budgets::default().bytes.unwrap_or(0.0),
                 suppressed: &suppressed,
+                function_of: &function_of,
             };
             let series = &mut self.series;
             generations::bookkeeping(|| crate::verdict::sites::judge(series, &cx))
@@ -643,6 +650,31 @@ impl RunGenerations {
 
 /// A recorded stack's frames, named, innermost first, cut where the harness called the store
 /// (what called it, the harness, the test runner, main, is the same for every stack).
+/// The functions of the user's that made stacks' allocations themselves, by stack, with an id
+/// each ([`crate::verdict::sites::Context::function_of`]).
+#[derive(Debug, Default)]
+struct Functions {
+    of_stack: std::collections::BTreeMap<u32, Option<u32>>,
+    ids: std::collections::BTreeMap<String, u32>,
+}
+
+impl Functions {
+    /// The id of the function that made stack `id`'s allocations (`frames`, named when first
+    /// asked), if the user's code made them.
+    fn of(&mut self, id: u32, frames: impl FnOnce() -> Vec<String>) -> Option<u32> {
+        if let Some(&f) = self.of_stack.get(&id) {
+            return f;
+        }
+        let frames = frames();
+        let function = crate::probe::stacks::made_by_own_function(&frames).map(|name| {
+            let next = self.ids.len() as u32;
+            *self.ids.entry(name.to_string()).or_insert(next)
+        });
+        self.of_stack.insert(id, function);
+        function
+    }
+}
+
 fn frames_of(g: &Generations, id: u32) -> Vec<String> {
     let stack = g.stack(id);
     let mut frames = crate::probe::symbols::named_frames(&stack, &crate::probe::symbols::resolve);

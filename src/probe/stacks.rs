@@ -150,6 +150,15 @@ pub fn own_function(frames: &[String]) -> Option<&str> {
     own_frame(frames).map(|i| split_location(&frames[i]).0)
 }
 
+/// The function of the user's own code that made a stack's allocation itself: its innermost own
+/// frame ([`own_frame`]) with only the allocator and the standard library inside it (not a
+/// library's code it called, as RocksDB's). What the stacks of a leak whose callers differ from
+/// cycle to cycle have in common.
+pub(crate) fn made_by_own_function(frames: &[String]) -> Option<&str> {
+    let own = own_frame(frames)?;
+    frames[..own].iter().all(|f| is_library(function_path(f))).then(|| split_location(&frames[own]).0)
+}
+
 /// A stack in one line for a table: its innermost frame and the first frame of the user's own code
 /// (`own_frame`), each function cut to `width` characters; the first three frames when no frame
 /// is the user's (no debug info).
@@ -217,6 +226,22 @@ mod tests {
 
     fn frames(f: &[&str]) -> Vec<String> {
         f.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn a_stack_is_made_by_the_users_function_only_with_the_standard_library_inside_it() {
+        let pushed = frames(&[
+            "alloc::raw_vec::RawVec<T,A>::grow_one (/rustc/59807616e/library/alloc/src/raw_vec/mod.rs:1)",
+            "store::Log::append (src/log.rs:12)",
+            "store::Store::work (src/store.rs:40)",
+        ]);
+        assert_eq!(made_by_own_function(&pushed), Some("store::Log::append"));
+        // RocksDB's allocation under the user's call is RocksDB's, and a stack with no frame of
+        // the user's has no such function.
+        let rocksdb =
+            frames(&["rocksdb::Arena::AllocateNewBlock(unsigned long)", "store::Store::put (src/store.rs:40)"]);
+        assert_eq!(made_by_own_function(&rocksdb), None);
+        assert_eq!(made_by_own_function(&frames(&["malloc", "rocksdb::DBImpl::Open(..)"])), None);
     }
 
     /// Stacks as `--profile` names them (from a run of the reference store with line tables):

@@ -29,6 +29,8 @@ struct Record {
     live: std::collections::BTreeMap<u32, Vec<f64>>,
     /// What the store reported at each cycle, where not `reported` throughout.
     reported_at: Option<fn(u64) -> crate::probe::RocksDbMemory>,
+    /// The function of the user's that made a stack's allocations, where several stacks share one.
+    function: std::collections::BTreeMap<u32, u32>,
 }
 
 impl Record {
@@ -39,6 +41,7 @@ impl Record {
             reported: None,
             live: Default::default(),
             reported_at: None,
+            function: Default::default(),
         }
     }
 
@@ -58,7 +61,8 @@ impl Record {
             periodic_window: 1000,
         };
         let reported = |c: u64| self.reported_at.map(|f| f(c)).or(self.reported);
-        sites(held, at, &facts, &growth_of(held, at, &self.live, &reported, &consumer), true)
+        let function_of = |id: u32| Some(self.function.get(&id).copied().unwrap_or(1000 + id));
+        sites(held, at, &facts, &growth_of(held, at, &self.live, &reported, &consumer, &function_of), true)
     }
 }
 
@@ -71,6 +75,7 @@ fn growth_of(
     live: &std::collections::BTreeMap<u32, Vec<f64>>,
     reported: &dyn Fn(u64) -> Option<crate::probe::RocksDbMemory>,
     consumer: &dyn Fn(u32) -> Option<Consumer>,
+    function_of: &dyn Fn(u32) -> Option<u32>,
 ) -> crate::verdict::sites::Verdicts {
     use crate::verdict::sites::series::{Key, Reading, SeriesSet};
     let mut set = SeriesSet::default();
@@ -100,6 +105,7 @@ fn growth_of(
         periodic_window: 1000,
         total_budget: 4096.0,
         suppressed: &|_| false,
+        function_of,
     };
     crate::verdict::sites::judge(&mut set, &cx)
 }
@@ -193,6 +199,25 @@ fn a_stack_that_turns_over_keeps_what_its_window_holds_and_a_leak_beside_it_is_f
     let both = [queue.as_slice(), &lost].concat();
     record.live.insert(3, (20..=198).map(|c| 5120.0 + 512.0 * ((c - 20) / 4 + 1).min(43) as f64).collect());
     assert!(record.sites(&both, span(20, 198))[0].recurs());
+}
+
+#[test]
+fn a_leak_whose_stack_differs_from_cycle_to_cycle_grows_at_its_function() {
+    // 64 B a cycle through one function of the user's, at one of 7 stacks in turn (its callers
+    // differ): each stack rises one cycle in 7, too rarely to be a leak alone.
+    let leak: Vec<Held> = (20..=59).map(|c| held(c, 64, Some(1 + (c % 7) as u32))).collect();
+    let mut record = Record::new();
+    let alone = record.sites(&leak, span(20, 59));
+    assert!(alone.iter().all(|s| !s.recurs()), "{alone:#?}");
+    record.function = (1..=7).map(|id| (id, 1)).collect();
+    let sites = record.sites(&leak, span(20, 59));
+    assert!(sites.iter().all(RetainedSite::recurs), "{sites:#?}");
+    let r = retained(20, 59, &leak, sites);
+    assert_eq!(verdict(r).verdict, Verdict::Leak);
+    // Seven stacks through one function that each made their block once, long ago: no growth.
+    let once: Vec<Held> = (1..=7).map(|id| held(20 + u64::from(id), 64, Some(id))).collect();
+    let sites = record.sites(&once, span(20, 59));
+    assert!(sites.iter().all(|s| !s.recurs() && !s.open()), "{sites:#?}");
 }
 
 #[test]

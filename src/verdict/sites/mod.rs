@@ -32,6 +32,9 @@ pub struct Context<'a> {
     /// Whether a stack is a known leak the run accepts (a suppression names it), asked only of
     /// sites that grew.
     pub suppressed: &'a dyn Fn(u32) -> bool,
+    /// The function of the user's code that made a stack's allocation itself (only the standard
+    /// library and the allocator inside it), as an id of this run's, asked only of sites that rose.
+    pub function_of: &'a dyn Fn(u32) -> Option<u32>,
 }
 
 /// A site as the growth rule judged it.
@@ -53,17 +56,23 @@ pub struct Judged {
     /// A suppression names it: a known leak the run accepts, taken out of the total.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub suppressed: bool,
+    /// What the rule says of the stacks through the same function of the user's that made the
+    /// allocation, summed, when two or more of them rose and the sum leaks or is open: a leak
+    /// whose stack differs from cycle to cycle (its callers, a recursion's depth) grows there
+    /// while each stack alone rose only now and then.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by_function: Option<SiteGrowth>,
 }
 
 impl Judged {
     /// Whether it is a leak.
     pub fn leaks(&self) -> bool {
-        self.growth.leaks() && !self.explained && !self.unreported
+        (self.growth.leaks() || self.by_function.is_some_and(|g| g.leaks())) && !self.explained && !self.unreported
     }
 
     /// Whether its question is open.
     pub fn open(&self) -> bool {
-        !self.explained && (self.unreported || self.growth.open())
+        !self.explained && (self.unreported || self.growth.open() || self.by_function.is_some_and(|g| g.open()))
     }
 }
 
@@ -204,10 +213,11 @@ pub fn judge(set: &mut SeriesSet, cx: &Context<'_>) -> Verdicts {
     let keys: Vec<Key> = set.keys().copied().collect();
     let stacks: Vec<u32> =
         keys.iter().filter_map(|k| if let Key::Stack { id } = k { Some(*id) } else { None }).collect();
-    let judged = stacks.len() as u64 + 2;
-    let z = quantile(cx.alpha, judged);
     let measured: BTreeMap<u32, Measure> =
         stacks.iter().filter_map(|&id| Some((id, rule::measure(&set.view(&Key::Stack { id })?, cx.first)?))).collect();
+    let functions = by_function(&measured, cx);
+    let judged = stacks.len() as u64 + 2 + functions.len() as u64;
+    let z = quantile(cx.alpha, judged);
     let mut out = Verdicts { judged, ..Verdicts::default() };
     out.rose = keys
         .iter()
@@ -220,14 +230,52 @@ pub fn judge(set: &mut SeriesSet, cx: &Context<'_>) -> Verdicts {
         let (drained, class_spread) = shares.get(&id).copied().unwrap_or((0.0, 0.0));
         let growth = rule::judge(m, drained, class_spread, z);
         let suppressed = growth.growth_bytes + growth.drained_bytes > 0.0 && (cx.suppressed)(id);
-        out.sites.insert(id, Judged { growth, consumer: None, explained: false, unreported: false, suppressed });
+        let judged =
+            Judged { growth, consumer: None, explained: false, unreported: false, suppressed, by_function: None };
+        out.sites.insert(id, judged);
     }
+    functions_judged(set, cx, &functions, &mut out.sites, z);
     out.consumers = consumers(set, cx, &mut out.sites, z);
     if let Some(m) = set.view(&Key::Rest).and_then(|v| rule::measure(&v, cx.first)) {
         out.rest = Some(rule::judge(&m, 0.0, 0.0, z));
     }
     out.total = total(set, cx, &out.sites, z);
     out
+}
+
+/// The stacks that rose, by the function of the user's that made their allocations, where two or
+/// more did.
+fn by_function(measured: &BTreeMap<u32, Measure>, cx: &Context<'_>) -> Vec<Vec<u32>> {
+    let mut groups: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
+    for (&id, _) in measured.iter().filter(|(_, m)| m.rose()) {
+        if let Some(function) = (cx.function_of)(id) {
+            groups.entry(function).or_default().push(id);
+        }
+    }
+    groups.into_values().filter(|ids| ids.len() > 1).collect()
+}
+
+/// Judges each function's stacks summed ([`Judged::by_function`]), as a consumer's are: their
+/// series' floors added, moving as their comings and goings spread them. A sum that leaks or is
+/// open marks each of its stacks that neither a suppression names nor leaks alone.
+fn functions_judged(set: &SeriesSet, cx: &Context<'_>, groups: &[Vec<u32>], sites: &mut BTreeMap<u32, Judged>, z: f64) {
+    let ends = set.block_ends().to_vec();
+    for ids in groups {
+        let keys: Vec<Key> = ids.iter().map(|&id| Key::Stack { id }).collect();
+        let Some(mins) = estimated(set, &keys) else { continue };
+        let summed = Owned { mins, vars: Vec::new(), spread: set.spread_of(&keys) };
+        let Some(g) = rule::measure(&summed.view(&ends), cx.first).map(|m| rule::judge(&m, 0.0, 0.0, z)) else {
+            continue;
+        };
+        if !(g.leaks() || g.open()) {
+            continue;
+        }
+        for id in ids {
+            if let Some(j) = sites.get_mut(id).filter(|j| !j.suppressed && !j.growth.leaks()) {
+                j.by_function = Some(g);
+            }
+        }
+    }
 }
 
 /// Per stack, what its size class's older blocks (made before the class was watched) gave back

@@ -167,6 +167,11 @@ impl Measure {
     pub(crate) fn blocks(&self) -> (usize, usize) {
         (self.im, self.ie)
     }
+
+    /// Whether it rose in any judged cycle.
+    pub(crate) fn rose(&self) -> bool {
+        self.rises_judged > 0
+    }
 }
 
 /// The first block whose end is at or after `cycle`.
