@@ -123,6 +123,20 @@ fn variant(m: &Mutant) {
     if ["offsets-options-tracked", "private-cache-per-segment", "shared-cache-declared-per-open"].contains(&m.name) {
         assert!(o.sites.iter().any(|s| at_planted_line(s, at)), "{}: {at} not in {:?}", m.name, o.sites);
     }
+    // The comparator's copies are made in the store's code called from the memtable's insert:
+    // the growth is the store's, at its function, no consumer's.
+    if m.name == "comparator-keeps-keys" {
+        let retained = o.retained.as_ref().expect("the record's verdict");
+        assert!(
+            retained.sites.iter().any(|s| s.live.as_ref().is_some_and(|l| l.leaks())
+                && s.consumer.is_none()
+                && s.frames.iter().any(|f| f.contains("keep_key"))
+                && s.frames.iter().any(|f| f.contains("rocksdb::MemTable::"))),
+            "{}: no leaking site of the store's own under the memtable's insert:\n{row}\n{:#?}",
+            m.name,
+            retained.sites
+        );
+    }
     // A transaction forgotten on an error path is a live Transaction, at the line that began it.
     if m.name == "transaction-leak-on-error" {
         assert!(o.sites.iter().any(|s| s.starts_with(STORE_PATH)), "{:?}", o.sites);
@@ -158,7 +172,8 @@ fn signals_that_must_call(name: &str) -> Vec<SignalId> {
         | "list-cf-failure"
         | "leak-beside-give-back"
         | "leak-begins-late"
-        | "doubling-container" => vec![Signal::RetainedBytes.into()],
+        | "doubling-container"
+        | "comparator-keeps-keys" => vec![Signal::RetainedBytes.into()],
         "transaction-leak-on-error" => vec![SignalId::member(Signal::LiveHandlesOf, "Transaction")],
         _ => Vec::new(),
     }

@@ -98,7 +98,7 @@ pub enum RunAs {
 /// never levels off), a transaction forgotten on an error path; then the leaks a counter of the
 /// process's bytes misjudges (the binding's own 8 B a cycle, a leak beside memory given back
 /// faster, a leak that begins late, a container that doubles).
-pub const CATALOG: [Mutant; 29] = [
+pub const CATALOG: [Mutant; 30] = [
     Mutant {
         name: "reference",
         variant: Variant::Correct,
@@ -450,6 +450,18 @@ pub const CATALOG: [Mutant; 29] = [
         run_as: RunAs::Check,
         heap_stack: None,
         expect: Expect::OnSchedule,
+    },
+    Mutant {
+        name: "comparator-keeps-keys",
+        variant: Variant::ComparatorKeepsKeys,
+        description: "the store's own key comparator keeps 256 B of a key it compares in each data write, called from RocksDB's memtable insert",
+        expected: &[Class::Bytes],
+        invisible_to: &[Class::Handles],
+        plan: DEFAULT_CHECK_PLAN,
+        min_cycles: 0,
+        run_as: RunAs::Check,
+        heap_stack: None,
+        expect: Expect::Leak,
     },
 ];
 

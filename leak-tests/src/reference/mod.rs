@@ -71,6 +71,8 @@ const SMALL_CACHE_ENTRIES: usize = 8;
 /// What the leak-beside-give-back, leak-begins-late and doubling-container variants keep per
 /// cycle.
 const KIB_LEAK_BYTES: usize = 1024;
+/// What the comparator-keeps-keys variant keeps of a key, a cycle and a task.
+const KEPT_KEY_BYTES: usize = 256;
 /// The leak-beside-give-back variant's pool: buffers of this size, made before the first cycle,
 /// one given back per cycle.
 const POOL_BUFFER_BYTES: usize = 1280;
@@ -206,6 +208,11 @@ pub enum Variant {
     /// evicts its oldest (8 entries), its error path (a hash of the cycle picks 1 cycle in 4)
     /// forgets it. The function gives memory back every cycle, and leaks.
     ErrorPathBesideCache,
+    /// The data column families order their keys with a comparator of the store's own that keeps
+    /// a copy of a key it compares while the store writes (a debugging aid left in): 256 B a
+    /// cycle, allocated in the user's code called from RocksDB's memtable insert, so the memtable's
+    /// frames below it must not explain it.
+    ComparatorKeepsKeys,
 }
 
 /// The reference store's settings.
@@ -699,6 +706,7 @@ impl Drop for ReferenceStore {
         drop(planted.side_dbs);
         drop(planted.files);
         drop(planted.small_cache);
+        variants::let_go_of_kept_keys();
     }
 }
 

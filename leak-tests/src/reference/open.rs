@@ -39,6 +39,9 @@ impl ReferenceStore {
             }
             let mut o = TrackedOptions::new(ledger);
             o.set_block_based_table_factory(&table);
+            if self.config.variant == Variant::ComparatorKeepsKeys {
+                o.set_comparator("leak-tests.keeping-keys", Box::new(variants::compare_keeping_keys));
+            }
             o
         };
         let mut cfs = Vec::new();

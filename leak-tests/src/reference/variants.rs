@@ -116,3 +116,41 @@ impl ReferenceStore {
         Ok(db)
     }
 }
+
+thread_local! {
+    /// Whether the comparator-keeps-keys variant's comparator keeps the next key it compares on
+    /// this thread (armed around a data write, so the copy is made inside the memtable's insert).
+    static KEEP_NEXT_KEY: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// The keys the comparator-keeps-keys variant's comparator kept: never pruned, as the debugging
+/// aid it models never was.
+static KEPT_KEYS: Mutex<Vec<Box<[u8]>>> = Mutex::new(Vec::new());
+
+/// The comparator-keeps-keys variant's key order: bytewise, keeping a copy of the first key it
+/// compares after [`arm_kept_key`].
+pub(super) fn compare_keeping_keys(a: &[u8], b: &[u8]) -> std::cmp::Ordering {
+    if KEEP_NEXT_KEY.with(|k| k.replace(false)) {
+        keep_key(a);
+    }
+    a.cmp(b)
+}
+
+/// Keeps a copy of `key`, padded to [`KEPT_KEY_BYTES`].
+#[inline(never)]
+fn keep_key(key: &[u8]) {
+    let mut copy = vec![0u8; KEPT_KEY_BYTES.max(key.len())];
+    copy[..key.len()].copy_from_slice(key);
+    lock(&KEPT_KEYS).push(copy.into_boxed_slice());
+}
+
+/// Lets go of what the comparator-keeps-keys variant's comparator kept (when the store drops).
+pub(super) fn let_go_of_kept_keys() {
+    std::mem::take(&mut *lock(&KEPT_KEYS));
+}
+
+/// Arms the comparator-keeps-keys variant's comparator for the next comparison on this thread
+/// (`false`: disarms it).
+pub(super) fn arm_kept_key(armed: bool) {
+    KEEP_NEXT_KEY.with(|k| k.set(armed));
+}

@@ -80,12 +80,15 @@ impl ReferenceStore {
                 } else {
                     TrackedWriteOptions::new(ctx.ledger)
                 };
-                store.segments[&id].db.write_opt(batch, &w).map_err(|source| StoreError::RocksDb {
-                    task,
-                    segment: id,
-                    what: "write",
-                    source,
-                })?;
+                let keeps_key = self.config.variant == Variant::ComparatorKeepsKeys;
+                if keeps_key {
+                    planted!("comparator-keeps-keys", variants::arm_kept_key(true));
+                }
+                let written = store.segments[&id].db.write_opt(batch, &w);
+                if keeps_key {
+                    variants::arm_kept_key(false);
+                }
+                written.map_err(|source| StoreError::RocksDb { task, segment: id, what: "write", source })?;
             }
             if self.config.variant != Variant::CommitBeforeWrite {
                 commit(store)?;
