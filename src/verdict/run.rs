@@ -227,7 +227,8 @@ impl RunVerdict {
             // over), answers a counter's question it could not (undecided, never a leak it
             // measured): what the counter saw was not memory the run's cycles keep. A total that
             // kept more than its budget from too few rises to call (a loss or two late in the run)
-            // leaves the question to the cycles to come.
+            // leaves the question to the cycles to come, as one still rising in its last quarter
+            // does.
             let total = self
                 .signals
                 .iter()
@@ -236,11 +237,14 @@ impl RunVerdict {
                         && !s.informational
                         && s.verdict == Verdict::Clean
                 })
-                .find_map(|s| s.retained.as_ref()?.total.filter(|t| !t.leaks() && !t.open()));
+                .find_map(|s| s.retained.as_ref()?.total.filter(|t| !t.leaks() && !t.whole_open()));
             let flat = |s: &SignalVerdict| {
                 total.is_some_and(|t| {
-                    (t.grew == Grew::Flat && t.kept_to_end <= t.budget_bytes)
-                        || s.growth.is_none_or(|c| t.kept_to_end <= c.budget + c.data_allowance)
+                    // Nothing kept beyond its variability: no growth at all, or rises long past
+                    // whose gaps are still being watched (a container's doublings early on).
+                    let within =
+                        matches!(t.grew, Grew::Flat | Grew::RareLosses { .. }) && t.kept_to_end <= t.budget_bytes;
+                    within || !t.open() && s.growth.is_none_or(|c| t.kept_to_end <= c.budget + c.data_allowance)
                 })
             };
             for s in self

@@ -565,7 +565,7 @@ impl Retained {
         // The total still rising in its last quarter, too rarely or too little to decide: a
         // question still open (a table that grows by allocating a larger one, a structure rebuilt
         // bigger every cycle). Its rises long past (a store's caches filled early) are not.
-        if growth.total.is_some_and(|g| g.open() && g.rises_last_quarter > 0) {
+        if growth.total.is_some_and(|g| g.whole_open()) {
             self.open_sites += 1;
         }
         self

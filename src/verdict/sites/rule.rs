@@ -129,6 +129,14 @@ impl SiteGrowth {
     pub fn open(&self) -> bool {
         matches!(self.grew, Grew::RareLosses { .. } | Grew::BelowBudget)
     }
+
+    /// Whether a whole (the record's total) leaves its question open: open, and still rising in
+    /// its last quarter (a structure rebuilt bigger every cycle, below the total's 4 KiB floor in
+    /// a short run). Its rises long past (a store's caches filled early, a container's first
+    /// doublings) are not.
+    pub fn whole_open(&self) -> bool {
+        self.open() && self.rises_last_quarter > 0
+    }
 }
 
 /// A series measured before the share of its class's drain is known.
