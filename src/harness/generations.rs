@@ -648,8 +648,6 @@ impl RunGenerations {
     }
 }
 
-/// A recorded stack's frames, named, innermost first, cut where the harness called the store
-/// (what called it, the harness, the test runner, main, is the same for every stack).
 /// The functions of the user's that made stacks' allocations themselves, by stack, with an id
 /// each ([`crate::verdict::sites::Context::function_of`]).
 #[derive(Debug, Default)]
@@ -675,6 +673,8 @@ impl Functions {
     }
 }
 
+/// A recorded stack's frames, named, innermost first, cut where the harness called the store
+/// (what called it, the harness, the test runner, main, is the same for every stack).
 fn frames_of(g: &Generations, id: u32) -> Vec<String> {
     let stack = g.stack(id);
     let mut frames = crate::probe::symbols::named_frames(&stack, &crate::probe::symbols::resolve);

@@ -244,7 +244,7 @@ impl RunVerdict {
                     // whose gaps are still being watched (a container's doublings early on).
                     let within =
                         matches!(t.grew, Grew::Flat | Grew::RareLosses { .. }) && t.kept_to_end <= t.budget_bytes;
-                    within || !t.open() && s.growth.is_none_or(|c| t.kept_to_end <= c.budget + c.data_allowance)
+                    within || (!t.open() && s.growth.is_none_or(|c| t.kept_to_end <= c.budget + c.data_allowance))
                 })
             };
             for s in self

@@ -215,7 +215,7 @@ pub fn judge(set: &mut SeriesSet, cx: &Context<'_>) -> Verdicts {
         keys.iter().filter_map(|k| if let Key::Stack { id } = k { Some(*id) } else { None }).collect();
     let measured: BTreeMap<u32, Measure> =
         stacks.iter().filter_map(|&id| Some((id, rule::measure(&set.view(&Key::Stack { id })?, cx.first)?))).collect();
-    let functions = by_function(&measured, cx);
+    let functions = function_groups(&measured, cx);
     let judged = stacks.len() as u64 + 2 + functions.len() as u64;
     let z = quantile(cx.alpha, judged);
     let mut out = Verdicts { judged, ..Verdicts::default() };
@@ -245,9 +245,9 @@ pub fn judge(set: &mut SeriesSet, cx: &Context<'_>) -> Verdicts {
 
 /// The stacks that rose, by the function of the user's that made their allocations, where two or
 /// more did.
-fn by_function(measured: &BTreeMap<u32, Measure>, cx: &Context<'_>) -> Vec<Vec<u32>> {
+fn function_groups(measured: &BTreeMap<u32, Measure>, cx: &Context<'_>) -> Vec<Vec<u32>> {
     let mut groups: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
-    for (&id, _) in measured.iter().filter(|(_, m)| m.rose()) {
+    for id in measured.iter().filter(|(_, m)| m.rose()).map(|(&id, _)| id) {
         if let Some(function) = (cx.function_of)(id) {
             groups.entry(function).or_default().push(id);
         }
